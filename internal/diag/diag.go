@@ -1,0 +1,134 @@
+// Package diag carries findings about input (errors and warnings) with the
+// place they came from: file, document, object and field path. Every layer
+// that reads user input reports through it, so a message always points at the
+// line a user has to change. It imports nothing from netpol.
+package diag
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Origin is where an object was read from.
+type Origin struct {
+	File string // path, "-" for stdin, or a source name such as "cluster"
+	Doc  int    // 1-based document number within the file; 0 when unknown
+	Item int    // 1-based item within a kind: List document; 0 when not in a list
+}
+
+func (o Origin) String() string {
+	if o.File == "" {
+		return ""
+	}
+	s := o.File
+	if o.Doc > 0 {
+		s += fmt.Sprintf(" (document %d", o.Doc)
+		if o.Item > 0 {
+			s += fmt.Sprintf(", item %d", o.Item)
+		}
+		s += ")"
+	}
+	return s
+}
+
+// Severity orders findings.
+type Severity uint8
+
+const (
+	Warning Severity = iota + 1
+	Error
+)
+
+func (s Severity) String() string {
+	if s == Error {
+		return "error"
+	}
+	return "warning"
+}
+
+// Diagnostic is one finding. Object is "Kind namespace/name" (or "Kind name").
+type Diagnostic struct {
+	Severity Severity
+	Origin   Origin
+	Object   string
+	Field    string
+	Message  string
+}
+
+func (d Diagnostic) String() string {
+	var b strings.Builder
+	if o := d.Origin.String(); o != "" {
+		b.WriteString(o)
+		b.WriteString(": ")
+	}
+	if d.Object != "" {
+		b.WriteString(d.Object)
+		b.WriteString(": ")
+	}
+	if d.Field != "" {
+		b.WriteString(d.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(d.Message)
+	return b.String()
+}
+
+// List collects findings in the order they were found.
+type List []Diagnostic
+
+// Errors returns only the errors.
+func (l List) Errors() List { return l.filter(Error) }
+
+// Warnings returns only the warnings.
+func (l List) Warnings() List { return l.filter(Warning) }
+
+func (l List) filter(s Severity) List {
+	var out List
+	for _, d := range l {
+		if d.Severity == s {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Err returns the errors of l as one error, or nil when there are none.
+func (l List) Err() error {
+	errs := l.Errors()
+	if len(errs) == 0 {
+		return nil
+	}
+	return InputError(errs)
+}
+
+// InputError is bad input: the CLI exits 2 for it.
+type InputError List
+
+func (e InputError) Error() string {
+	lines := make([]string, len(e))
+	for i, d := range e {
+		lines[i] = d.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Reporter collects findings for one object.
+type Reporter struct {
+	Origin Origin
+	Object string
+	List   *List
+}
+
+// Errorf records an error at field.
+func (r Reporter) Errorf(field, format string, args ...any) {
+	r.add(Error, field, fmt.Sprintf(format, args...))
+}
+
+// Warnf records a warning at field.
+func (r Reporter) Warnf(field, format string, args ...any) {
+	r.add(Warning, field, fmt.Sprintf(format, args...))
+}
+
+func (r Reporter) add(s Severity, field, msg string) {
+	*r.List = append(*r.List, Diagnostic{Severity: s, Origin: r.Origin, Object: r.Object, Field: field, Message: msg})
+}

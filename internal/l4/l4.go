@@ -1,0 +1,150 @@
+// Package l4 holds the transport-layer values every layer shares: protocols,
+// ports and port ranges. They are small comparable values (usable as map keys),
+// in the manner of net/netip. It imports nothing from netpol.
+package l4
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Protocol is a transport protocol a policy can name.
+type Protocol uint8
+
+const (
+	TCP Protocol = iota + 1
+	UDP
+	SCTP
+)
+
+// Protocols lists every protocol in a stable order.
+var Protocols = [...]Protocol{TCP, UDP, SCTP}
+
+func (p Protocol) String() string {
+	switch p {
+	case TCP:
+		return "TCP"
+	case UDP:
+		return "UDP"
+	case SCTP:
+		return "SCTP"
+	}
+	return "Protocol(" + strconv.Itoa(int(p)) + ")"
+}
+
+// ParseProtocol accepts the Kubernetes spellings (TCP, UDP, SCTP) in any case.
+func ParseProtocol(s string) (Protocol, error) {
+	switch strings.ToUpper(s) {
+	case "TCP":
+		return TCP, nil
+	case "UDP":
+		return UDP, nil
+	case "SCTP":
+		return SCTP, nil
+	}
+	return 0, fmt.Errorf("unknown protocol %q (want TCP, UDP or SCTP)", s)
+}
+
+// Port is one destination port of one protocol.
+type Port struct {
+	Proto Protocol
+	Num   uint16
+}
+
+func (p Port) String() string {
+	return strconv.Itoa(int(p.Num)) + "/" + strings.ToLower(p.Proto.String())
+}
+
+// Range is an inclusive range of port numbers of one protocol. The zero range
+// of a protocol (First 0, Last 0) never matches; AllPorts matches every port.
+type Range struct {
+	Proto       Protocol
+	First, Last uint16
+}
+
+// AllPorts is every port of a protocol.
+func AllPorts(p Protocol) Range { return Range{Proto: p, First: 0, Last: 65535} }
+
+// Contains reports whether port p falls in r.
+func (r Range) Contains(p Port) bool {
+	return r.Proto == p.Proto && r.First <= p.Num && p.Num <= r.Last
+}
+
+func (r Range) String() string {
+	proto := strings.ToLower(r.Proto.String())
+	switch {
+	case r.First == 0 && r.Last == 65535:
+		return "any/" + proto
+	case r.First == r.Last:
+		return strconv.Itoa(int(r.First)) + "/" + proto
+	}
+	return strconv.Itoa(int(r.First)) + "-" + strconv.Itoa(int(r.Last)) + "/" + proto
+}
+
+// PortSpec is what a user types for a port: a number or a name, with an
+// optional protocol ("80", "80/udp", "http", "dns/udp").
+type PortSpec struct {
+	Num   uint16
+	Name  string
+	Proto Protocol // 0 when the user gave none
+}
+
+// ParsePortSpec parses "N", "N/proto", "name" or "name/proto".
+func ParsePortSpec(s string) (PortSpec, error) {
+	var spec PortSpec
+	value, proto, hasProto := strings.Cut(strings.TrimSpace(s), "/")
+	if hasProto {
+		p, err := ParseProtocol(proto)
+		if err != nil {
+			return spec, fmt.Errorf("port %q: %w", s, err)
+		}
+		spec.Proto = p
+	}
+	if value == "" {
+		return spec, fmt.Errorf("port %q: empty port", s)
+	}
+	if n, err := strconv.Atoi(value); err == nil {
+		if n < 1 || n > 65535 {
+			return spec, fmt.Errorf("port %q: number must be 1-65535", s)
+		}
+		spec.Num = uint16(n)
+		return spec, nil
+	}
+	spec.Name = value
+	return spec, nil
+}
+
+func (s PortSpec) String() string {
+	v := s.Name
+	if v == "" {
+		v = strconv.Itoa(int(s.Num))
+	}
+	if s.Proto != 0 {
+		v += "/" + strings.ToLower(s.Proto.String())
+	}
+	return v
+}
+
+// ParsePortList parses a comma-separated list of numeric ports ("80/tcp,53/udp");
+// a port without protocol means TCP.
+func ParsePortList(s string) ([]Port, error) {
+	var out []Port
+	for _, f := range strings.Split(s, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		spec, err := ParsePortSpec(f)
+		if err != nil {
+			return nil, err
+		}
+		if spec.Name != "" {
+			return nil, fmt.Errorf("port %q: a list of ports takes numbers, not names", f)
+		}
+		if spec.Proto == 0 {
+			spec.Proto = TCP
+		}
+		out = append(out, Port{Proto: spec.Proto, Num: spec.Num})
+	}
+	return out, nil
+}

@@ -1,0 +1,129 @@
+package policy
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/netpol/netpol/internal/diag"
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/source"
+)
+
+// normalizer turns one object into a Policy, reporting what is wrong with it.
+type normalizer struct {
+	obj     source.Object
+	r       diag.Reporter
+	unknown []string
+}
+
+// selector compiles a label selector; nil means "everything" here, callers
+// decide what an absent selector means before calling.
+func (n *normalizer) selector(field string, s *metav1.LabelSelector) Selector {
+	if s == nil {
+		return Everything
+	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		n.r.Errorf(field, "invalid label selector: %v", err)
+		return Selector{Selector: labels.Nothing(), Text: "<invalid>"}
+	}
+	return Selector{Selector: sel, Text: sel.String()}
+}
+
+// hasUnknown reports whether the decoder dropped an unknown field under path.
+func (n *normalizer) hasUnknown(path string) bool {
+	for _, u := range n.unknown {
+		if strings.HasPrefix(u, path+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// failClosed turns rule into the fail-closed form the API demands for a peer
+// that has no field netpol knows (a newer API than ours wrote it).
+func (n *normalizer) failClosed(rule *Rule, field string) {
+	rule.FailClosed = true
+	rule.Peers = nil
+	if rule.Action == Allow {
+		rule.AllPeers, rule.AllPorts = false, false
+		n.r.Warnf(field, "peer has no field netpol knows; failing closed: this Allow rule matches nothing")
+		return
+	}
+	n.r.Warnf(field, "peer has no field netpol knows; failing closed: this %s rule now denies all traffic", rule.Action)
+	rule.Action = Deny
+	rule.AllPeers, rule.AllPorts = true, true
+}
+
+// cidr parses a CIDR, masking host bits (with a warning, as the API server
+// accepts them).
+func (n *normalizer) cidr(field, s string) (netip.Prefix, bool) {
+	p, err := netip.ParsePrefix(strings.TrimSpace(s))
+	if err != nil {
+		n.r.Errorf(field, "invalid CIDR %q: %v", s, err)
+		return netip.Prefix{}, false
+	}
+	if m := p.Masked(); m != p {
+		n.r.Warnf(field, "%s has host bits set; it means %s", s, m)
+		p = m
+	}
+	return p, true
+}
+
+func (n *normalizer) portNumber(field string, v int32) (uint16, bool) {
+	if v < 1 || v > 65535 {
+		n.r.Errorf(field, "must be between 1 and 65535, got %d", v)
+		return 0, false
+	}
+	return uint16(v), true
+}
+
+func (n *normalizer) protocol(field, s string) (l4.Protocol, bool) {
+	if s == "" {
+		return l4.TCP, true
+	}
+	p, err := l4.ParseProtocol(s)
+	if err != nil || s != strings.ToUpper(s) {
+		n.r.Errorf(field, "unsupported value %q: supported values: \"TCP\", \"UDP\", \"SCTP\"", s)
+		return 0, false
+	}
+	return p, true
+}
+
+func (n *normalizer) portName(field, name string) bool {
+	if errs := validation.IsValidPortName(name); len(errs) > 0 {
+		n.r.Errorf(field, "invalid port name %q: %s", name, strings.Join(errs, "; "))
+		return false
+	}
+	return true
+}
+
+func (n *normalizer) maxItems(field string, got, max int) {
+	if got > max {
+		n.r.Errorf(field, "must have at most %d items, got %d", max, got)
+	}
+}
+
+func (n *normalizer) ruleName(field, name string) {
+	if len(name) > 100 {
+		n.r.Errorf(field, "must be no more than 100 characters, got %d", len(name))
+	}
+}
+
+func (n *normalizer) priority(field string, p int32) {
+	if p < 0 || p > 1000 {
+		n.r.Errorf(field, "must be between 0 and 1000, got %d", p)
+	}
+}
+
+func (n *normalizer) ref(kind string) Ref {
+	return Ref{Kind: kind, Namespace: n.obj.Namespace, Name: n.obj.Name}
+}
+
+func idx(field string, i int) string { return fmt.Sprintf("%s[%d]", field, i) }
+

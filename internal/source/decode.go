@@ -1,0 +1,363 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/network-policy-api/apis/v1alpha1"
+	"sigs.k8s.io/network-policy-api/apis/v1alpha2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/netpol/netpol/internal/apis/kep"
+	"github.com/netpol/netpol/internal/diag"
+)
+
+// ANPShape chooses how AdminNetworkPolicy and BaselineAdminNetworkPolicy peers
+// are read; both shapes share policy.networking.k8s.io/v1alpha1.
+type ANPShape string
+
+const (
+	ShapeAuto   ANPShape = "auto"   // decide per object from its peers; ambiguous means Released
+	ShapeV017   ANPShape = "v0.1.7" // released shape: namespaces is a label selector
+	ShapeKEP    ANPShape = "kep"    // KEP-2091 / v0.1.1 shape: namespaces is {namespaceSelector|sameLabels|notSameLabels|related}
+	policyGroup          = "policy.networking.k8s.io"
+)
+
+// ParseANPShape validates a --anp-shape value.
+func ParseANPShape(s string) (ANPShape, error) {
+	switch ANPShape(s) {
+	case ShapeAuto, ShapeV017, ShapeKEP:
+		return ANPShape(s), nil
+	case "":
+		return ShapeAuto, nil
+	}
+	return "", fmt.Errorf("unknown AdminNetworkPolicy shape %q (want auto, v0.1.7 or kep)", s)
+}
+
+// Options tune decoding.
+type Options struct {
+	ANPShape ANPShape
+}
+
+// kindKey is apiVersion + kind.
+type kindKey struct{ apiVersion, kind string }
+
+// constructors for every kind netpol reads. NetworkPolicy is also accepted in
+// the extensions/v1beta1 group of the original proposal: its fields are a
+// subset of networking.k8s.io/v1.
+var constructors = map[kindKey]func() any{
+	{"v1", "Namespace"}:                          func() any { return new(corev1.Namespace) },
+	{"v1", "Pod"}:                                func() any { return new(corev1.Pod) },
+	{"v1", "Node"}:                               func() any { return new(corev1.Node) },
+	{"apps/v1", "Deployment"}:                    func() any { return new(appsv1.Deployment) },
+	{"apps/v1", "StatefulSet"}:                   func() any { return new(appsv1.StatefulSet) },
+	{"apps/v1", "DaemonSet"}:                     func() any { return new(appsv1.DaemonSet) },
+	{"apps/v1", "ReplicaSet"}:                    func() any { return new(appsv1.ReplicaSet) },
+	{"batch/v1", "Job"}:                          func() any { return new(batchv1.Job) },
+	{"batch/v1", "CronJob"}:                      func() any { return new(batchv1.CronJob) },
+	{"networking.k8s.io/v1", "NetworkPolicy"}:    func() any { return new(networkingv1.NetworkPolicy) },
+	{"extensions/v1beta1", "NetworkPolicy"}:      func() any { return new(networkingv1.NetworkPolicy) },
+	{policyGroup + "/v1alpha2", "ClusterNetworkPolicy"}: func() any { return new(v1alpha2.ClusterNetworkPolicy) },
+}
+
+// adminKinds have two shapes under one apiVersion; see decodeAdmin.
+var adminKinds = map[string]bool{"AdminNetworkPolicy": true, "BaselineAdminNetworkPolicy": true}
+
+// Decoder turns bytes into Objects, collecting findings.
+type Decoder struct {
+	Options
+	Diags diag.List
+}
+
+// Decode reads every document of data (YAML, multi-document YAML, or JSON).
+func (d *Decoder) Decode(file string, data []byte) []Object {
+	var out []Object
+	docs := splitDocuments(data)
+	for i, doc := range docs {
+		origin := diag.Origin{File: file, Doc: i + 1}
+		if len(docs) == 1 {
+			origin.Doc = 0
+		}
+		js, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			d.report(origin, "", "", "not valid YAML or JSON: %v", err)
+			continue
+		}
+		js = bytes.TrimSpace(js)
+		if len(js) == 0 || string(js) == "null" {
+			continue
+		}
+		out = append(out, d.decodeObject(origin, js)...)
+	}
+	return out
+}
+
+// splitDocuments splits a YAML stream at "---" lines. A JSON stream of several
+// top-level values is split too. Malformed input comes back whole so that the
+// YAML parser can say what is wrong with it.
+func splitDocuments(data []byte) [][]byte {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+		var docs [][]byte
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		for {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err == io.EOF {
+				return docs
+			} else if err != nil {
+				break // not a JSON stream: treat as YAML
+			}
+			docs = append(docs, raw)
+		}
+	}
+	var docs [][]byte
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if err == io.EOF {
+			return docs
+		}
+		if err != nil {
+			return [][]byte{data}
+		}
+		docs = append(docs, doc)
+	}
+}
+
+type header struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Items []json.RawMessage `json:"items"`
+}
+
+func (d *Decoder) decodeObject(origin diag.Origin, js []byte) []Object {
+	var h header
+	if err := json.Unmarshal(js, &h); err != nil {
+		d.report(origin, "", "", "not a Kubernetes object: %v", err)
+		return nil
+	}
+	if h.Kind == "" || h.APIVersion == "" {
+		d.report(origin, "", "", "not a Kubernetes object: apiVersion and kind are required")
+		return nil
+	}
+	if strings.HasSuffix(h.Kind, "List") && h.Items != nil {
+		if origin.Item > 0 {
+			d.report(origin, h.Kind, "items", "a List inside a List is not supported")
+			return nil
+		}
+		var out []Object
+		for i, item := range h.Items {
+			o := origin
+			o.Item = i + 1
+			out = append(out, d.decodeObject(o, item)...)
+		}
+		return out
+	}
+	obj := Object{Origin: origin, Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name}
+	if h.Metadata.Name == "" {
+		d.report(origin, obj.Ref(), "metadata.name", "Required value")
+		return nil
+	}
+	key := kindKey{h.APIVersion, h.Kind}
+	var value any
+	switch {
+	case constructors[key] != nil:
+		value = constructors[key]()
+	case adminKinds[h.Kind] && h.APIVersion == policyGroup+"/v1alpha1":
+		value = d.adminValue(origin, obj, js)
+		if value == nil {
+			return nil
+		}
+	default:
+		if d.knownKind(h.Kind) {
+			d.report(origin, obj.Ref(), "apiVersion", "unsupported apiVersion %q for kind %s (want %s)", h.APIVersion, h.Kind, d.wantVersion(h.Kind))
+		} else {
+			d.Diags = append(d.Diags, diag.Diagnostic{Severity: diag.Warning, Origin: origin, Object: obj.Ref(),
+				Message: "ignored: netpol does not read this kind"})
+		}
+		return nil
+	}
+	strict, err := kjson.UnmarshalStrict(js, value, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		field, msg := explainJSONError(err)
+		d.report(origin, obj.Ref(), field, "%s", msg)
+		return nil
+	}
+	for _, s := range strict {
+		path := s.Error()
+		var fe kjson.FieldError
+		if errors.As(s, &fe) {
+			path = fe.FieldPath()
+		}
+		if strings.HasPrefix(s.Error(), "duplicate field") {
+			d.Diags = append(d.Diags, diag.Diagnostic{Severity: diag.Warning, Origin: origin, Object: obj.Ref(), Field: path,
+				Message: "duplicate field: the last value wins"})
+			continue
+		}
+		obj.Unknown = append(obj.Unknown, path)
+		d.Diags = append(d.Diags, diag.Diagnostic{Severity: diag.Warning, Origin: origin, Object: obj.Ref(), Field: path,
+			Message: "unknown field, ignored (the API server would drop it)"})
+	}
+	obj.Value = value
+	return []Object{obj}
+}
+
+func (d *Decoder) knownKind(kind string) bool {
+	return d.wantVersion(kind) != ""
+}
+
+func (d *Decoder) wantVersion(kind string) string {
+	if adminKinds[kind] {
+		return policyGroup + "/v1alpha1"
+	}
+	var versions []string
+	for k := range constructors {
+		if k.kind == kind {
+			versions = append(versions, k.apiVersion)
+		}
+	}
+	if len(versions) > 1 {
+		// Sorted for a stable message.
+		if versions[0] > versions[1] {
+			versions[0], versions[1] = versions[1], versions[0]
+		}
+	}
+	return strings.Join(versions, " or ")
+}
+
+// adminValue picks the shape of an ANP or BANP and returns the value to decode into.
+func (d *Decoder) adminValue(origin diag.Origin, obj Object, js []byte) any {
+	shape := d.ANPShape
+	if shape == "" || shape == ShapeAuto {
+		var generic map[string]any
+		_ = json.Unmarshal(js, &generic)
+		detected, ambiguous, conflict := detectShape(generic)
+		switch {
+		case conflict != "":
+			d.report(origin, obj.Ref(), conflict, "mixes the released v0.1.7 peer shape with the KEP-2091 shape; use one (or force one with --anp-shape)")
+			return nil
+		case ambiguous:
+			d.Diags = append(d.Diags, diag.Diagnostic{Severity: diag.Warning, Origin: origin, Object: obj.Ref(), Field: "spec",
+				Message: "peers fit both the released v0.1.7 shape and the KEP-2091 shape; reading it as v0.1.7 (force one with --anp-shape)"})
+		}
+		shape = detected
+	}
+	kepShape := shape == ShapeKEP
+	switch {
+	case obj.Kind == "AdminNetworkPolicy" && kepShape:
+		return new(kep.AdminNetworkPolicy)
+	case obj.Kind == "AdminNetworkPolicy":
+		return new(v1alpha1.AdminNetworkPolicy)
+	case kepShape:
+		return new(kep.BaselineAdminNetworkPolicy)
+	default:
+		return new(v1alpha1.BaselineAdminNetworkPolicy)
+	}
+}
+
+// detectShape looks at every peer. A peer whose namespaces field holds
+// namespaceSelector/sameLabels/notSameLabels/related, or whose pods field holds
+// namespaces, is the KEP shape; matchLabels/matchExpressions under namespaces,
+// namespaceSelector under pods, or a nodes/networks/domainNames peer is the
+// released shape. conflict is the path of the first peer that contradicts an
+// earlier one.
+func detectShape(obj map[string]any) (shape ANPShape, ambiguous bool, conflict string) {
+	var sawKEP, sawV017 bool
+	spec, _ := obj["spec"].(map[string]any)
+	for _, dir := range []struct{ rules, peers string }{{"ingress", "from"}, {"egress", "to"}} {
+		rules, _ := spec[dir.rules].([]any)
+		for i, r := range rules {
+			rule, _ := r.(map[string]any)
+			peers, _ := rule[dir.peers].([]any)
+			for j, p := range peers {
+				peer, _ := p.(map[string]any)
+				k, v := peerShape(peer)
+				sawKEP, sawV017 = sawKEP || k, sawV017 || v
+				if sawKEP && sawV017 && conflict == "" {
+					conflict = fmt.Sprintf("spec.%s[%d].%s[%d]", dir.rules, i, dir.peers, j)
+				}
+			}
+		}
+	}
+	switch {
+	case sawKEP && !sawV017:
+		return ShapeKEP, false, ""
+	case sawV017:
+		return ShapeV017, false, conflict
+	}
+	// No peer told: only empty namespaces/pods peers, or no peers at all. The
+	// two shapes read those differently only when a peer exists.
+	return ShapeV017, hasAnyPeer(spec), ""
+}
+
+func peerShape(peer map[string]any) (kepShape, v017 bool) {
+	for _, f := range []string{"nodes", "networks", "domainNames"} {
+		if _, ok := peer[f]; ok {
+			v017 = true
+		}
+	}
+	if ns, ok := peer["namespaces"].(map[string]any); ok {
+		for k := range ns {
+			switch k {
+			case "namespaceSelector", "sameLabels", "notSameLabels", "related":
+				kepShape = true
+			case "matchLabels", "matchExpressions":
+				v017 = true
+			}
+		}
+	}
+	if pods, ok := peer["pods"].(map[string]any); ok {
+		if _, ok := pods["namespaces"]; ok {
+			kepShape = true
+		}
+		if _, ok := pods["namespaceSelector"]; ok {
+			v017 = true
+		}
+	}
+	return kepShape, v017
+}
+
+func hasAnyPeer(spec map[string]any) bool {
+	for _, dir := range []struct{ rules, peers string }{{"ingress", "from"}, {"egress", "to"}} {
+		rules, _ := spec[dir.rules].([]any)
+		for _, r := range rules {
+			rule, _ := r.(map[string]any)
+			if peers, _ := rule[dir.peers].([]any); len(peers) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var typeErrorRE = regexp.MustCompile(`cannot unmarshal (.+) into Go struct field [^.\s]+\.(\S+) of type (\S+)`)
+
+// explainJSONError turns a decoding error into a field path and a message a
+// person can act on.
+func explainJSONError(err error) (field, msg string) {
+	if m := typeErrorRE.FindStringSubmatch(err.Error()); m != nil {
+		return m[2], fmt.Sprintf("wrong type: got %s, want %s", m[1], m[3])
+	}
+	return "", strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func (d *Decoder) report(origin diag.Origin, object, field, format string, args ...any) {
+	d.Diags = append(d.Diags, diag.Diagnostic{Severity: diag.Error, Origin: origin, Object: object, Field: field,
+		Message: fmt.Sprintf(format, args...)})
+}

@@ -1,0 +1,40 @@
+// Package source reads Kubernetes objects: from files, directories and stdin
+// now, from the API server later, into one Object value per item. It is the top
+// of the data flow (DESIGN.md): it knows YAML, JSON and API shapes, and nothing
+// of what policies mean. It must not import state, policy, engine or cli.
+package source
+
+import (
+	"github.com/netpol/netpol/internal/diag"
+)
+
+// Object is one decoded Kubernetes object.
+type Object struct {
+	Origin    diag.Origin
+	Kind      string // e.g. "NetworkPolicy"
+	Namespace string
+	Name      string
+	// Value is a pointer to the typed object: *corev1.Pod, *networkingv1.NetworkPolicy,
+	// *v1alpha1.AdminNetworkPolicy, *kep.AdminNetworkPolicy, *v1alpha2.ClusterNetworkPolicy, ...
+	Value any
+	// Unknown lists the field paths the decoder dropped because the API shape has
+	// no such field, as the API server prunes them. Policy normalisation uses it
+	// to fail closed on peers that only had unknown fields.
+	Unknown []string
+}
+
+// Ref names the object for messages: "Kind namespace/name" or "Kind name".
+func (o Object) Ref() string {
+	if o.Namespace != "" {
+		return o.Kind + " " + o.Namespace + "/" + o.Name
+	}
+	if o.Name != "" {
+		return o.Kind + " " + o.Name
+	}
+	return o.Kind
+}
+
+// Reporter returns a reporter that files findings under this object.
+func (o Object) Reporter(l *diag.List) diag.Reporter {
+	return diag.Reporter{Origin: o.Origin, Object: o.Ref(), List: l}
+}

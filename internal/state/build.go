@@ -1,0 +1,360 @@
+package state
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"sort"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/netpol/netpol/internal/diag"
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/source"
+)
+
+// Options tune how a snapshot is built.
+type Options struct {
+	// ReplicaCap bounds the pods made for one workload; 0 means DefaultReplicaCap.
+	ReplicaCap int
+}
+
+// DefaultReplicaCap keeps a 500-replica Deployment from flooding a matrix:
+// replicas of one template behave identically anyway.
+const DefaultReplicaCap = 10
+
+// LegacyIsolationAnnotation is the namespace annotation of the v1beta1
+// NetworkPolicy proposal: {"ingress": {"isolation": "DefaultDeny"}}.
+const LegacyIsolationAnnotation = "net.beta.kubernetes.io/network-policy"
+
+// Build makes a snapshot from decoded objects. Objects it does not model
+// (policies) are passed through in Cluster.Policies.
+func Build(objects []source.Object, opts Options) (*Cluster, diag.List) {
+	if opts.ReplicaCap <= 0 {
+		opts.ReplicaCap = DefaultReplicaCap
+	}
+	b := &builder{opts: opts, c: &Cluster{namespaces: map[string]*Namespace{}, nodes: map[string]*Node{}}, seen: map[string]diag.Origin{}}
+	// Namespaces and nodes first, so that pods and workloads find them
+	// whatever the order of the input.
+	for _, o := range objects {
+		switch v := o.Value.(type) {
+		case *corev1.Namespace:
+			b.addNamespace(o, v)
+		case *corev1.Node:
+			b.addNode(o, v)
+		}
+	}
+	for _, o := range objects {
+		switch v := o.Value.(type) {
+		case *corev1.Namespace, *corev1.Node:
+		case *corev1.Pod:
+			b.addPod(o, v.ObjectMeta.Labels, v.Namespace, v.Name, &v.Spec, &v.Status, "")
+		case *appsv1.Deployment:
+			b.addDeployment(o, v)
+		case *appsv1.ReplicaSet:
+			b.addReplicas(o, v.Namespace, v.Name, "ReplicaSet", replicas(v.Spec.Replicas), &v.Spec.Template, nil)
+		case *appsv1.StatefulSet:
+			b.addStatefulSet(o, v)
+		case *appsv1.DaemonSet:
+			b.addDaemonSet(o, v)
+		case *batchv1.Job:
+			b.addReplicas(o, v.Namespace, v.Name, "Job", replicas(v.Spec.Parallelism), &v.Spec.Template, jobLabels(v.Name))
+		case *batchv1.CronJob:
+			name := v.Name + "-" + fmt.Sprintf("%08d", hash32(v.Namespace+"/"+v.Name)%100000000)
+			b.addReplicas(o, v.Namespace, name, "CronJob", 1, &v.Spec.JobTemplate.Spec.Template, jobLabels(name))
+		case *networkingv1.NetworkPolicy:
+			b.namespace(defaultNS(v.Namespace))
+			b.c.Policies = append(b.c.Policies, o)
+		default:
+			b.c.Policies = append(b.c.Policies, o)
+		}
+	}
+	b.placePods()
+	b.assignAddresses()
+	b.c.index()
+	return b.c, b.diags
+}
+
+type builder struct {
+	opts  Options
+	c     *Cluster
+	diags diag.List
+	seen  map[string]diag.Origin // "Kind ns/name" -> first origin, to catch duplicates
+}
+
+func defaultNS(ns string) string {
+	if ns == "" {
+		return "default"
+	}
+	return ns
+}
+
+func replicas(r *int32) int {
+	if r == nil {
+		return 1
+	}
+	return int(*r)
+}
+
+// duplicate reports an object declared twice; the first declaration wins.
+func (b *builder) duplicate(o source.Object, key string) bool {
+	if first, ok := b.seen[key]; ok {
+		o.Reporter(&b.diags).Errorf("metadata.name", "declared twice (first at %s)", first)
+		return true
+	}
+	b.seen[key] = o.Origin
+	return false
+}
+
+// namespace returns the namespace called name, creating it implicitly.
+func (b *builder) namespace(name string) *Namespace {
+	ns := b.c.namespaces[name]
+	if ns == nil {
+		ns = &Namespace{Name: name, Labels: labels.Set{corev1.LabelMetadataName: name}}
+		b.c.namespaces[name] = ns
+		b.c.Namespaces = append(b.c.Namespaces, ns)
+	}
+	return ns
+}
+
+func (b *builder) addNamespace(o source.Object, v *corev1.Namespace) {
+	if b.duplicate(o, "Namespace "+v.Name) {
+		return
+	}
+	ns := b.namespace(v.Name)
+	ns.Declared = true
+	ns.Labels = labels.Set{}
+	for k, val := range v.Labels {
+		ns.Labels[k] = val
+	}
+	// The API server always sets this label to the name; policies rely on it.
+	ns.Labels[corev1.LabelMetadataName] = v.Name
+	if a, ok := v.Annotations[LegacyIsolationAnnotation]; ok {
+		var legacy struct {
+			Ingress struct {
+				Isolation string `json:"isolation"`
+			} `json:"ingress"`
+		}
+		if err := json.Unmarshal([]byte(a), &legacy); err != nil {
+			o.Reporter(&b.diags).Warnf("metadata.annotations["+LegacyIsolationAnnotation+"]", "not valid JSON, ignored: %v", err)
+		} else {
+			ns.LegacyIngressIsolation = legacy.Ingress.Isolation == "DefaultDeny"
+		}
+	}
+}
+
+func (b *builder) addNode(o source.Object, v *corev1.Node) {
+	if b.duplicate(o, "Node "+v.Name) {
+		return
+	}
+	n := b.node(v.Name)
+	n.Declared = true
+	n.Labels = labels.Set{}
+	for k, val := range v.Labels {
+		n.Labels[k] = val
+	}
+	n.Labels[corev1.LabelHostname] = v.Name
+	for i, a := range v.Status.Addresses {
+		if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.Address)
+		if err != nil {
+			o.Reporter(&b.diags).Errorf(fmt.Sprintf("status.addresses[%d].address", i), "not an IP address: %q", a.Address)
+			continue
+		}
+		n.IPs = append(n.IPs, ip.Unmap())
+	}
+}
+
+func (b *builder) node(name string) *Node {
+	n := b.c.nodes[name]
+	if n == nil {
+		n = &Node{Name: name, Labels: labels.Set{corev1.LabelHostname: name}}
+		b.c.nodes[name] = n
+		b.c.Nodes = append(b.c.Nodes, n)
+	}
+	return n
+}
+
+// addPod adds one pod. owner is empty for Pod objects.
+func (b *builder) addPod(o source.Object, podLabels map[string]string, namespace, name string, spec *corev1.PodSpec, status *corev1.PodStatus, owner string) {
+	ns := b.namespace(defaultNS(namespace))
+	if b.duplicate(o, "Pod "+ns.Name+"/"+name) {
+		return
+	}
+	if status != nil && (status.Phase == corev1.PodSucceeded || status.Phase == corev1.PodFailed) {
+		return // finished pods have no network
+	}
+	p := &Pod{Namespace: ns, Name: name, Labels: labels.Set{}, Node: spec.NodeName, HostNetwork: spec.HostNetwork, Owner: owner, Origin: o.Origin}
+	for k, v := range podLabels {
+		p.Labels[k] = v
+	}
+	r := o.Reporter(&b.diags)
+	for ci, c := range spec.Containers {
+		for pi, cp := range c.Ports {
+			field := fmt.Sprintf("spec.containers[%d].ports[%d]", ci, pi)
+			if owner != "" {
+				field = "spec.template." + field
+			}
+			proto := l4.TCP
+			if cp.Protocol != "" {
+				var err error
+				if proto, err = l4.ParseProtocol(string(cp.Protocol)); err != nil {
+					r.Errorf(field+".protocol", "%v", err)
+					continue
+				}
+			}
+			if cp.ContainerPort < 1 || cp.ContainerPort > 65535 {
+				r.Errorf(field+".containerPort", "must be 1-65535, got %d", cp.ContainerPort)
+				continue
+			}
+			p.Ports = append(p.Ports, ContainerPort{Name: cp.Name, Port: l4.Port{Proto: proto, Num: uint16(cp.ContainerPort)}})
+		}
+	}
+	if status != nil {
+		ips := status.PodIPs
+		if len(ips) == 0 && status.PodIP != "" {
+			ips = []corev1.PodIP{{IP: status.PodIP}}
+		}
+		for i, pip := range ips {
+			ip, err := netip.ParseAddr(pip.IP)
+			if err != nil {
+				r.Errorf(fmt.Sprintf("status.podIPs[%d].ip", i), "not an IP address: %q", pip.IP)
+				continue
+			}
+			p.IPs = append(p.IPs, ip.Unmap())
+		}
+	}
+	b.c.Pods = append(b.c.Pods, p)
+}
+
+func (b *builder) addDeployment(o source.Object, v *appsv1.Deployment) {
+	// A Deployment's pods are named <deployment>-<template hash>-<suffix>
+	// and carry the template hash as a label, like the ReplicaSet it makes.
+	hash := podTemplateHash(v.Namespace + "/" + v.Name)
+	extra := map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: hash}
+	b.addReplicas(o, v.Namespace, v.Name+"-"+hash, "Deployment", replicas(v.Spec.Replicas), &v.Spec.Template, extra)
+}
+
+func (b *builder) addStatefulSet(o source.Object, v *appsv1.StatefulSet) {
+	n := b.capped(o, replicas(v.Spec.Replicas))
+	owner := "StatefulSet " + v.Name
+	for i := 0; i < n; i++ {
+		name := v.Name + "-" + strconv.Itoa(i)
+		l := withLabels(v.Spec.Template.Labels, map[string]string{
+			appsv1.StatefulSetPodNameLabel: name,
+			appsv1.PodIndexLabel:           strconv.Itoa(i),
+		})
+		b.addPod(o, l, v.Namespace, name, &v.Spec.Template.Spec, nil, owner)
+	}
+}
+
+func (b *builder) addDaemonSet(o source.Object, v *appsv1.DaemonSet) {
+	owner := "DaemonSet " + v.Name
+	var declared []*Node
+	for _, n := range b.c.Nodes {
+		if n.Declared {
+			declared = append(declared, n)
+		}
+	}
+	sort.Slice(declared, func(i, j int) bool { return declared[i].Name < declared[j].Name })
+	if len(declared) == 0 {
+		// No nodes in the input: one pod stands for the set.
+		b.addPod(o, v.Spec.Template.Labels, v.Namespace, v.Name+"-"+suffix(v.Namespace+"/"+v.Name), &v.Spec.Template.Spec, nil, owner)
+		return
+	}
+	for _, n := range declared {
+		spec := v.Spec.Template.Spec
+		spec.NodeName = n.Name
+		b.addPod(o, v.Spec.Template.Labels, v.Namespace, v.Name+"-"+suffix(v.Namespace+"/"+v.Name+"/"+n.Name), &spec, nil, owner)
+	}
+}
+
+// addReplicas adds n pods named <base>-<suffix> from a template.
+func (b *builder) addReplicas(o source.Object, namespace, base, kind string, n int, tpl *corev1.PodTemplateSpec, extra map[string]string) {
+	n = b.capped(o, n)
+	l := withLabels(tpl.Labels, extra)
+	for i := 0; i < n; i++ {
+		name := base + "-" + suffix(namespace+"/"+base+"/"+strconv.Itoa(i))
+		b.addPod(o, l, namespace, name, &tpl.Spec, nil, kind+" "+o.Name)
+	}
+}
+
+func (b *builder) capped(o source.Object, n int) int {
+	if n > b.opts.ReplicaCap {
+		o.Reporter(&b.diags).Warnf("spec.replicas", "%d replicas; modelling %d (raise with --replica-cap)", n, b.opts.ReplicaCap)
+		return b.opts.ReplicaCap
+	}
+	return n
+}
+
+func jobLabels(name string) map[string]string {
+	return map[string]string{"job-name": name, "batch.kubernetes.io/job-name": name}
+}
+
+func withLabels(base, extra map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(extra))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
+
+// The characters Kubernetes uses for generated name suffixes (no vowels, no
+// look-alikes).
+const alphanums = "bcdfghjklmnpqrstvwxz2456789"
+
+func suffix(seed string) string { return encode(hash64(seed), 5) }
+
+func podTemplateHash(seed string) string { return encode(hash64("template/"+seed), 10) }
+
+func encode(h uint64, n int) string {
+	out := make([]byte, n)
+	for i := range out {
+		out[i] = alphanums[h%uint64(len(alphanums))]
+		h /= uint64(len(alphanums))
+	}
+	return string(out)
+}
+
+func hash64(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+func hash32(s string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	return h.Sum32()
+}
+
+// placePods puts pods without a node on a declared node (stable: by hash of
+// the pod key), and creates nodes that pods name but the input does not declare.
+func (b *builder) placePods() {
+	var declared []*Node
+	for _, n := range b.c.Nodes {
+		if n.Declared {
+			declared = append(declared, n)
+		}
+	}
+	sort.Slice(declared, func(i, j int) bool { return declared[i].Name < declared[j].Name })
+	for _, p := range b.c.Pods {
+		switch {
+		case p.Node != "":
+			b.node(p.Node)
+		case len(declared) > 0:
+			p.Node = declared[hash64(p.Key())%uint64(len(declared))].Name
+		}
+	}
+}

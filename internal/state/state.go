@@ -1,0 +1,148 @@
+// Package state is the cluster snapshot: namespaces, pods and nodes, built from
+// decoded objects, with workloads expanded to the pods their controllers would
+// create and every pod given an address. It sits below source and above policy
+// in the data flow; it must not import policy, engine or cli.
+package state
+
+import (
+	"net/netip"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/netpol/netpol/internal/diag"
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/source"
+)
+
+// Namespace is a namespace with its labels. Declared is false for namespaces
+// that exist only because something refers to them.
+type Namespace struct {
+	Name     string
+	Labels   labels.Set
+	Declared bool
+	// LegacyIngressIsolation is the DefaultDeny annotation of the v1beta1
+	// proposal; it isolates every pod of the namespace for ingress when the
+	// engine is asked to honour it.
+	LegacyIngressIsolation bool
+}
+
+// ContainerPort is a declared port of a pod; Name may be empty.
+type ContainerPort struct {
+	Name string
+	Port l4.Port
+}
+
+// Pod is what policy needs of a pod.
+type Pod struct {
+	ID          int32 // index in Cluster.Pods
+	Namespace   *Namespace
+	Name        string
+	Labels      labels.Set
+	IPs         []netip.Addr // IPv4 first when the pod has one
+	Node        string
+	HostNetwork bool
+	Ports       []ContainerPort
+	Owner       string // "Deployment web" for pods made from a workload
+	Origin      diag.Origin
+}
+
+// Key is "namespace/name".
+func (p *Pod) Key() string { return p.Namespace.Name + "/" + p.Name }
+
+// IP returns the pod's address of the family of like (IPv4 when like is invalid).
+func (p *Pod) IP(like netip.Addr) (netip.Addr, bool) {
+	want4 := !like.IsValid() || like.Is4()
+	for _, ip := range p.IPs {
+		if ip.Is4() == want4 {
+			return ip, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// NamedPort resolves a container port name. proto 0 accepts any protocol.
+func (p *Pod) NamedPort(name string, proto l4.Protocol) (l4.Port, bool) {
+	for _, cp := range p.Ports {
+		if cp.Name == name && (proto == 0 || cp.Port.Proto == proto) {
+			return cp.Port, true
+		}
+	}
+	return l4.Port{}, false
+}
+
+// Node is a node with its labels and addresses.
+type Node struct {
+	Name     string
+	Labels   labels.Set
+	IPs      []netip.Addr
+	Declared bool
+}
+
+// Cluster is one consistent snapshot. Slices are sorted by name (pods by
+// namespace/name) so every output built from them is stable.
+type Cluster struct {
+	Namespaces []*Namespace
+	Pods       []*Pod
+	Nodes      []*Node
+	// Policies are the policy objects of the input, in input order, for the
+	// policy layer to normalise.
+	Policies []source.Object
+
+	namespaces map[string]*Namespace
+	pods       map[string]*Pod
+	nodes      map[string]*Node
+	podsByIP   map[netip.Addr]*Pod
+	nodesByIP  map[netip.Addr]*Node
+	podsByNS   map[*Namespace][]*Pod
+}
+
+// Namespace returns the namespace called name, or nil.
+func (c *Cluster) Namespace(name string) *Namespace { return c.namespaces[name] }
+
+// Pod returns the pod "namespace/name", or nil.
+func (c *Cluster) Pod(key string) *Pod { return c.pods[key] }
+
+// Node returns the node called name, or nil.
+func (c *Cluster) Node(name string) *Node { return c.nodes[name] }
+
+// PodByIP returns the pod that owns ip (not host-network pods), or nil.
+func (c *Cluster) PodByIP(ip netip.Addr) *Pod { return c.podsByIP[ip] }
+
+// NodeByIP returns the node that owns ip, or nil.
+func (c *Cluster) NodeByIP(ip netip.Addr) *Node { return c.nodesByIP[ip] }
+
+// PodsIn returns the pods of a namespace, sorted by name.
+func (c *Cluster) PodsIn(ns *Namespace) []*Pod { return c.podsByNS[ns] }
+
+// index fills the lookup maps after the slices are final.
+func (c *Cluster) index() {
+	sort.Slice(c.Namespaces, func(i, j int) bool { return c.Namespaces[i].Name < c.Namespaces[j].Name })
+	sort.Slice(c.Nodes, func(i, j int) bool { return c.Nodes[i].Name < c.Nodes[j].Name })
+	sort.Slice(c.Pods, func(i, j int) bool {
+		a, b := c.Pods[i], c.Pods[j]
+		if a.Namespace.Name != b.Namespace.Name {
+			return a.Namespace.Name < b.Namespace.Name
+		}
+		return a.Name < b.Name
+	})
+	c.pods = make(map[string]*Pod, len(c.Pods))
+	c.podsByIP = make(map[netip.Addr]*Pod, len(c.Pods))
+	c.podsByNS = make(map[*Namespace][]*Pod, len(c.Namespaces))
+	for i, p := range c.Pods {
+		p.ID = int32(i)
+		c.pods[p.Key()] = p
+		c.podsByNS[p.Namespace] = append(c.podsByNS[p.Namespace], p)
+		if !p.HostNetwork {
+			for _, ip := range p.IPs {
+				c.podsByIP[ip] = p
+			}
+		}
+	}
+	c.nodesByIP = make(map[netip.Addr]*Node, len(c.Nodes))
+	for _, n := range c.Nodes {
+		for _, ip := range n.IPs {
+			c.nodesByIP[ip] = n
+		}
+	}
+}
