@@ -82,10 +82,10 @@ func (d Direction) String() string {
 
 // Kinds of policy, as they appear in traces.
 const (
-	KindNetworkPolicy         = "NetworkPolicy"
-	KindAdminNetworkPolicy    = "AdminNetworkPolicy"
-	KindBaselineAdminPolicy   = "BaselineAdminNetworkPolicy"
-	KindClusterNetworkPolicy  = "ClusterNetworkPolicy"
+	KindNetworkPolicy            = "NetworkPolicy"
+	KindAdminNetworkPolicy       = "AdminNetworkPolicy"
+	KindBaselineAdminPolicy      = "BaselineAdminNetworkPolicy"
+	KindClusterNetworkPolicy     = "ClusterNetworkPolicy"
 	KindLegacyNamespaceIsolation = "Namespace"
 )
 

@@ -1,7 +1,6 @@
 package policy
 
 import (
-
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -171,4 +170,3 @@ func (n *normalizer) npPorts(r *Rule, field string, ports []networkingv1.Network
 		r.Ports = []PortMatch{}
 	}
 }
-

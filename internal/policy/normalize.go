@@ -126,4 +126,3 @@ func (n *normalizer) ref(kind string) Ref {
 }
 
 func idx(field string, i int) string { return fmt.Sprintf("%s[%d]", field, i) }
-

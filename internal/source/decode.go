@@ -58,17 +58,17 @@ type kindKey struct{ apiVersion, kind string }
 // the extensions/v1beta1 group of the original proposal: its fields are a
 // subset of networking.k8s.io/v1.
 var constructors = map[kindKey]func() any{
-	{"v1", "Namespace"}:                          func() any { return new(corev1.Namespace) },
-	{"v1", "Pod"}:                                func() any { return new(corev1.Pod) },
-	{"v1", "Node"}:                               func() any { return new(corev1.Node) },
-	{"apps/v1", "Deployment"}:                    func() any { return new(appsv1.Deployment) },
-	{"apps/v1", "StatefulSet"}:                   func() any { return new(appsv1.StatefulSet) },
-	{"apps/v1", "DaemonSet"}:                     func() any { return new(appsv1.DaemonSet) },
-	{"apps/v1", "ReplicaSet"}:                    func() any { return new(appsv1.ReplicaSet) },
-	{"batch/v1", "Job"}:                          func() any { return new(batchv1.Job) },
-	{"batch/v1", "CronJob"}:                      func() any { return new(batchv1.CronJob) },
-	{"networking.k8s.io/v1", "NetworkPolicy"}:    func() any { return new(networkingv1.NetworkPolicy) },
-	{"extensions/v1beta1", "NetworkPolicy"}:      func() any { return new(networkingv1.NetworkPolicy) },
+	{"v1", "Namespace"}:                                 func() any { return new(corev1.Namespace) },
+	{"v1", "Pod"}:                                       func() any { return new(corev1.Pod) },
+	{"v1", "Node"}:                                      func() any { return new(corev1.Node) },
+	{"apps/v1", "Deployment"}:                           func() any { return new(appsv1.Deployment) },
+	{"apps/v1", "StatefulSet"}:                          func() any { return new(appsv1.StatefulSet) },
+	{"apps/v1", "DaemonSet"}:                            func() any { return new(appsv1.DaemonSet) },
+	{"apps/v1", "ReplicaSet"}:                           func() any { return new(appsv1.ReplicaSet) },
+	{"batch/v1", "Job"}:                                 func() any { return new(batchv1.Job) },
+	{"batch/v1", "CronJob"}:                             func() any { return new(batchv1.CronJob) },
+	{"networking.k8s.io/v1", "NetworkPolicy"}:           func() any { return new(networkingv1.NetworkPolicy) },
+	{"extensions/v1beta1", "NetworkPolicy"}:             func() any { return new(networkingv1.NetworkPolicy) },
 	{policyGroup + "/v1alpha2", "ClusterNetworkPolicy"}: func() any { return new(v1alpha2.ClusterNetworkPolicy) },
 }
 
@@ -149,7 +149,8 @@ type header struct {
 func (d *Decoder) decodeObject(origin diag.Origin, js []byte) []Object {
 	var h header
 	if err := json.Unmarshal(js, &h); err != nil {
-		d.report(origin, "", "", "not a Kubernetes object: %v", err)
+		field, msg := explainJSONError(err)
+		d.report(origin, "", field, "not a Kubernetes object: %s", msg)
 		return nil
 	}
 	if h.Kind == "" || h.APIVersion == "" {
@@ -346,13 +347,18 @@ func hasAnyPeer(spec map[string]any) bool {
 	return false
 }
 
-var typeErrorRE = regexp.MustCompile(`cannot unmarshal (.+) into Go struct field [^.\s]+\.(\S+) of type (\S+)`)
+var typeErrorRE = regexp.MustCompile(`cannot unmarshal (.+) into Go struct field [^.\s]*\.(\S+) of type (\S+)`)
 
 // explainJSONError turns a decoding error into a field path and a message a
 // person can act on.
 func explainJSONError(err error) (field, msg string) {
 	if m := typeErrorRE.FindStringSubmatch(err.Error()); m != nil {
-		return m[2], fmt.Sprintf("wrong type: got %s, want %s", m[1], m[3])
+		msg := fmt.Sprintf("wrong type: got %s, want %s", m[1], m[3])
+		if m[1] == "bool" && strings.HasSuffix(m[3], "string") {
+			// YAML 1.1 reads y, n, yes, no, on, off, true, false as booleans.
+			msg += ` (YAML reads unquoted y, n, yes, no, on and off as booleans: quote the value)`
+		}
+		return m[2], msg
 	}
 	return "", strings.TrimPrefix(err.Error(), "json: ")
 }

@@ -16,7 +16,7 @@ import (
 type AdminNetworkPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
-	Spec              AdminNetworkPolicySpec `json:"spec"`
+	Spec              AdminNetworkPolicySpec             `json:"spec"`
 	Status            *v1alpha1.AdminNetworkPolicyStatus `json:"status,omitempty"`
 }
 
@@ -31,7 +31,7 @@ type AdminNetworkPolicySpec struct {
 type BaselineAdminNetworkPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
-	Spec              BaselineAdminNetworkPolicySpec `json:"spec"`
+	Spec              BaselineAdminNetworkPolicySpec             `json:"spec"`
 	Status            *v1alpha1.BaselineAdminNetworkPolicyStatus `json:"status,omitempty"`
 }
 

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/netpol/netpol/internal/diag"
+	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/policy"
+	"github.com/netpol/netpol/internal/source"
+	"github.com/netpol/netpol/internal/state"
+)
+
+// inputFlags are the flags of every command that reads a cluster.
+type inputFlags struct {
+	files      []string
+	anpShape   string
+	legacy     bool
+	replicaCap int
+	quiet      bool
+}
+
+func (f *inputFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringSliceVarP(&f.files, "filename", "f", nil, "manifests to read: files, directories (recursive) or - for stdin; repeatable")
+	fl.StringVar(&f.anpShape, "anp-shape", "auto", "AdminNetworkPolicy/BaselineAdminNetworkPolicy peer shape: auto, v0.1.7 (released: namespaces is a label selector) or kep (KEP-2091/v0.1.1: namespaces has namespaceSelector, sameLabels, notSameLabels, related)")
+	fl.BoolVar(&f.legacy, "legacy-namespace-isolation", false, "evaluate ingress as the v1beta1 proposal did: the namespace annotation net.beta.kubernetes.io/network-policy {\"ingress\":{\"isolation\":\"DefaultDeny\"}} isolates its pods, and NetworkPolicies isolate nothing for ingress elsewhere")
+	fl.IntVar(&f.replicaCap, "replica-cap", state.DefaultReplicaCap, "most pods modelled per workload")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "do not print warnings")
+}
+
+// load reads the input through source, state and policy into an engine.
+// Errors in the input are returned as a diag.InputError (exit 2); warnings
+// go to stderr.
+func (f *inputFlags) load(cmd *cobra.Command) (*engine.Engine, error) {
+	if len(f.files) == 0 {
+		return nil, usageError{fmt.Errorf("no input: give manifests with -f FILE|DIR|-")}
+	}
+	shape, err := source.ParseANPShape(f.anpShape)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	dec := &source.Decoder{Options: source.Options{ANPShape: shape}}
+	objects, err := dec.Load(f.files, cmd.InOrStdin())
+	if err != nil {
+		return nil, err
+	}
+	diags := dec.Diags
+	cluster, more := state.Build(objects, state.Options{ReplicaCap: f.replicaCap})
+	diags = append(diags, more...)
+	set, more := policy.Normalize(cluster.Policies)
+	diags = append(diags, more...)
+	if err := diags.Err(); err != nil {
+		f.warn(cmd.ErrOrStderr(), diags)
+		return nil, err
+	}
+	e := engine.New(cluster, set, engine.Options{LegacyNamespaceIsolation: f.legacy})
+	diags = append(diags, e.PriorityOverlaps()...)
+	f.warn(cmd.ErrOrStderr(), diags)
+	return e, nil
+}
+
+func (f *inputFlags) warn(w io.Writer, diags diag.List) {
+	if f.quiet {
+		return
+	}
+	for _, d := range diags.Warnings() {
+		fmt.Fprintf(w, "warning: %s\n", d)
+	}
+}

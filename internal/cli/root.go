@@ -1,0 +1,92 @@
+// Package cli wires the netpol commands: flags, loading input through the
+// layers of DESIGN.md, and printing. It is the top of the stack; nothing
+// imports it but cmd/netpol.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/netpol/netpol/internal/diag"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and failed (I/O, unknown pod, ...)
+	exitInput   = 2 // bad input or flags
+)
+
+// usageError is a bad flag or argument: exit 2.
+type usageError struct{ error }
+
+// Main runs netpol with args and returns the exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var input diag.InputError
+	var usage usageError
+	switch {
+	case errors.As(err, &input):
+		fmt.Fprintf(stderr, "error: invalid input:\n%s\n", indent(input.Error()))
+		return exitInput
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "error: %v\nRun '%s --help' for usage.\n", usage.error, root.Name())
+		return exitInput
+	}
+	fmt.Fprintf(stderr, "error: %v\n", err)
+	return exitFailure
+}
+
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "netpol",
+		Short: "Decide, explain and enforce Kubernetes network policy",
+		Long: `netpol reads a cluster's namespaces, pods, nodes and every policy API for pod
+traffic — NetworkPolicy, AdminNetworkPolicy, BaselineAdminNetworkPolicy and
+ClusterNetworkPolicy — and decides what may talk to what, with the reason.
+
+Every policy is normalised into one tiered model, evaluated per connection:
+
+  the source's egress AND the destination's ingress must both allow it, and
+  each side walks  Admin tier -> NetworkPolicy tier -> Baseline tier -> allow.
+
+  Admin      AdminNetworkPolicy, ClusterNetworkPolicy (tier: Admin), by priority:
+             the first matching rule decides; Pass skips to the NetworkPolicy tier.
+  NetworkPolicy  a pod selected by a NetworkPolicy for a direction is isolated:
+             allowed iff some rule of those policies matches, else denied (final).
+  Baseline   ClusterNetworkPolicy (tier: Baseline) by priority, then the
+             BaselineAdminNetworkPolicy: the first matching rule decides.
+
+Input is Kubernetes YAML or JSON: files, directories (recursive) or - for
+stdin, multi-document, kind: List. Workloads (Deployment, StatefulSet,
+DaemonSet, ReplicaSet, Job, CronJob) stand for the pods of their template.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newExplain(), newMatrix())
+	root.CompletionOptions.DisableDefaultCmd = true
+	return root
+}
+
+func indent(s string) string {
+	out := "  "
+	for _, r := range s {
+		out += string(r)
+		if r == '\n' {
+			out += "  "
+		}
+	}
+	return out
+}

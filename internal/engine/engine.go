@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/netpol/netpol/internal/diag"
+	"github.com/netpol/netpol/internal/policy"
+	"github.com/netpol/netpol/internal/state"
+)
+
+// Options tune evaluation.
+type Options struct {
+	// LegacyNamespaceIsolation evaluates ingress as the v1beta1 proposal
+	// did: a namespace annotated DefaultDeny isolates all its pods for
+	// ingress, and NetworkPolicies in namespaces without the annotation do
+	// not isolate anything for ingress.
+	LegacyNamespaceIsolation bool
+}
+
+// Engine decides flows for one snapshot and one policy set. It is immutable
+// after New and safe for concurrent use.
+type Engine struct {
+	c    *state.Cluster
+	set  *policy.Set
+	opts Options
+	ix   *index
+
+	policies  []*compiled           // every policy, in tier order
+	bySubject map[int32][]*compiled // subject atom -> policies
+	relative  bool                  // some peer selects namespaces relative to the subject
+	blocks    []policy.IPBlock      // distinct IP blocks of all peers, for classes
+}
+
+// compiled is a policy with its selectors turned into atoms.
+type compiled struct {
+	*policy.Policy
+	rank    int // position in evaluation order
+	subject int32
+	rules   [2][]compiledRule
+}
+
+type compiledRule struct {
+	*policy.Rule
+	peers []compiledPeer
+}
+
+type compiledPeer struct {
+	policy.Peer
+	atom int32 // PeerPods
+}
+
+// New resolves every selector of set against c.
+func New(c *state.Cluster, set *policy.Set, opts Options) *Engine {
+	e := &Engine{c: c, set: set, opts: opts, ix: newIndex(c), bySubject: map[int32][]*compiled{}}
+	blockIDs := map[string]bool{}
+	for rank, p := range set.Policies() {
+		cp := &compiled{Policy: p, rank: rank, subject: e.ix.atomOf(p.Subject)}
+		for _, d := range []policy.Direction{policy.Ingress, policy.Egress} {
+			for _, r := range p.Rules[d] {
+				cr := compiledRule{Rule: r}
+				for _, peer := range r.Peers {
+					cpe := compiledPeer{Peer: peer}
+					switch peer.Kind {
+					case policy.PeerPods:
+						cpe.atom = e.ix.atomOf(peer.Pods)
+						e.relative = e.relative || peer.Pods.Namespaces.Relative()
+					case policy.PeerIPBlock:
+						if k := peer.Block.String(); !blockIDs[k] {
+							blockIDs[k] = true
+							e.blocks = append(e.blocks, peer.Block)
+						}
+					}
+					cr.peers = append(cr.peers, cpe)
+				}
+				cp.rules[d] = append(cp.rules[d], cr)
+			}
+		}
+		e.policies = append(e.policies, cp)
+		e.bySubject[cp.subject] = append(e.bySubject[cp.subject], cp)
+	}
+	return e
+}
+
+// Cluster returns the snapshot the engine decides for.
+func (e *Engine) Cluster() *state.Cluster { return e.c }
+
+// Policies returns the policy set.
+func (e *Engine) Policies() *policy.Set { return e.set }
+
+// Members returns the pods a policy's subject selects.
+func (e *Engine) Members(p *policy.Policy) []*state.Pod {
+	for _, cp := range e.policies {
+		if cp.Policy == p {
+			return e.pods(e.ix.podAtoms[cp.subject].members)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) pods(ids []int32) []*state.Pod {
+	out := make([]*state.Pod, len(ids))
+	for i, id := range ids {
+		out[i] = e.c.Pods[id]
+	}
+	return out
+}
+
+// SelectorStats counts the distinct selectors resolved and their members.
+type SelectorStats struct {
+	NamespaceSelectors, PodSelectors int
+	Memberships                      int // sum of members over pod selectors
+}
+
+// Stats reports the work New did.
+func (e *Engine) Stats() SelectorStats {
+	s := SelectorStats{NamespaceSelectors: len(e.ix.nsAtoms), PodSelectors: len(e.ix.podAtoms)}
+	for _, a := range e.ix.podAtoms {
+		s.Memberships += len(a.members)
+	}
+	return s
+}
+
+// applicable returns the policies whose subject selects pod, in evaluation
+// order.
+func (e *Engine) applicable(pod *state.Pod) []*compiled {
+	var out []*compiled
+	for _, atom := range e.ix.podMember[pod.ID] {
+		out = append(out, e.bySubject[atom]...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].rank < out[j].rank })
+	return out
+}
+
+// PriorityOverlaps warns about admin-tier policies of equal priority that
+// select a common pod with rules in the same direction: upstream leaves their
+// order undefined; netpol's order is documented in policy.Set.
+func (e *Engine) PriorityOverlaps() diag.List {
+	var out diag.List
+	admin := e.policies[:len(e.set.Admin)]
+	for i := 0; i < len(admin); i++ {
+		for j := i + 1; j < len(admin) && admin[j].Priority == admin[i].Priority; j++ {
+			a, b := admin[i], admin[j]
+			var dirs []string
+			for _, d := range []policy.Direction{policy.Ingress, policy.Egress} {
+				if len(a.rules[d]) > 0 && len(b.rules[d]) > 0 {
+					dirs = append(dirs, d.String())
+				}
+			}
+			if len(dirs) == 0 {
+				continue
+			}
+			pod, ok := firstCommon(e.ix.podAtoms[a.subject].members, e.ix.podAtoms[b.subject].members)
+			if !ok {
+				continue
+			}
+			out = append(out, diag.Diagnostic{Severity: diag.Warning, Origin: b.Origin, Object: b.Ref.String(), Field: "spec.priority",
+				Message: fmt.Sprintf("same priority (%d) as %s, and both have %s rules for pod %s: the API leaves their order undefined; netpol evaluates %s first (by kind, then name)",
+					a.Priority, a.Ref, strings.Join(dirs, " and "), e.c.Pods[pod].Key(), a.Ref)})
+		}
+	}
+	return out
+}
+
+func firstCommon(a, b []int32) (int32, bool) {
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] == b[j]:
+			return a[i], true
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return 0, false
+}

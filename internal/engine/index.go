@@ -1,0 +1,286 @@
+// Package engine decides flows: given a cluster snapshot (state) and the
+// tiered model (policy) it answers "is src -> dst:port allowed, and why?",
+// for one flow (Verdict) or for every pair of pods (Matrix). It sits below
+// policy and state and must not import cli; compile and the front ends build
+// on it.
+//
+// Fast by construction: every distinct selector becomes an "atom" whose
+// members are computed once, through label indexes, when the engine is built;
+// a flow is then decided by membership look-ups, never by re-reading a
+// selector. The matrix groups pods that no selector tells apart into classes
+// and decides class pairs, not pod pairs.
+package engine
+
+import (
+	"sort"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/netpol/netpol/internal/policy"
+	"github.com/netpol/netpol/internal/state"
+)
+
+// labelIndex maps label key -> value -> item IDs (ascending), so that a
+// selector with an equality or existence requirement looks at the items that
+// can match instead of all of them.
+type labelIndex map[string]map[string][]int32
+
+func (ix labelIndex) add(id int32, l labels.Set) {
+	for k, v := range l {
+		vals := ix[k]
+		if vals == nil {
+			vals = map[string][]int32{}
+			ix[k] = vals
+		}
+		vals[v] = append(vals[v], id)
+	}
+}
+
+// candidates returns the smallest ID list that contains every match of sel,
+// and false when no requirement narrows the search (scan everything).
+func (ix labelIndex) candidates(sel labels.Selector) ([]int32, bool) {
+	reqs, selectable := sel.Requirements()
+	if !selectable {
+		return nil, true // labels.Nothing()
+	}
+	var best []int32
+	found := false
+	for _, r := range reqs {
+		var ids []int32
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			vals := r.Values().UnsortedList()
+			if len(vals) == 1 {
+				ids = ix[r.Key()][vals[0]]
+				break
+			}
+			for _, v := range vals {
+				ids = append(ids, ix[r.Key()][v]...)
+			}
+			ids = sortedUnique(ids)
+		case selection.Exists:
+			for _, l := range ix[r.Key()] {
+				ids = append(ids, l...)
+			}
+			ids = sortedUnique(ids)
+		default:
+			continue
+		}
+		if !found || len(ids) < len(best) {
+			best, found = ids, true
+		}
+	}
+	return best, found
+}
+
+func sortedUnique(ids []int32) []int32 {
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	out := ids[:0]
+	for i, id := range ids {
+		if i == 0 || id != ids[i-1] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// nsAtom is a distinct namespace label selector and the namespaces it selects.
+type nsAtom struct {
+	sel     policy.Selector
+	members []int32 // namespace indexes, ascending
+}
+
+// scope is where a pod atom looks for pods.
+type scope struct {
+	kind scopeKind
+	name string // scopeName: a namespace
+	atom int32  // scopeAtom: an nsAtom
+}
+
+type scopeKind uint8
+
+const (
+	scopeAny  scopeKind = iota // every namespace (relative peers check the namespace later)
+	scopeName                  // one namespace by name
+	scopeAtom                  // namespaces of an nsAtom
+)
+
+// podAtom is a distinct (namespace scope, pod selector) and its members.
+type podAtom struct {
+	scope   scope
+	sel     policy.Selector
+	members []int32 // pod IDs, ascending; never host-network pods
+}
+
+type podAtomKey struct {
+	kind scopeKind
+	name string
+	atom int32
+	sel  string
+}
+
+// index resolves every selector of a policy set against a cluster.
+type index struct {
+	c         *state.Cluster
+	nsIDs     map[*state.Namespace]int32
+	nsLabels  labelIndex
+	podLabels labelIndex
+
+	nsAtoms   []nsAtom
+	nsAtomIDs map[string]int32
+	nsMember  [][]int32 // namespace index -> nsAtom IDs, ascending
+
+	podAtoms   []podAtom
+	podAtomIDs map[podAtomKey]int32
+	podMember  [][]int32 // pod ID -> podAtom IDs, ascending
+}
+
+func newIndex(c *state.Cluster) *index {
+	ix := &index{
+		c:          c,
+		nsIDs:      make(map[*state.Namespace]int32, len(c.Namespaces)),
+		nsLabels:   labelIndex{},
+		podLabels:  labelIndex{},
+		nsAtomIDs:  map[string]int32{},
+		podAtomIDs: map[podAtomKey]int32{},
+		nsMember:   make([][]int32, len(c.Namespaces)),
+		podMember:  make([][]int32, len(c.Pods)),
+	}
+	for i, ns := range c.Namespaces {
+		ix.nsIDs[ns] = int32(i)
+		ix.nsLabels.add(int32(i), ns.Labels)
+	}
+	for _, p := range c.Pods {
+		if !p.HostNetwork {
+			ix.podLabels.add(p.ID, p.Labels)
+		}
+	}
+	return ix
+}
+
+// nsAtom returns the atom of a namespace label selector, resolving it the
+// first time it is seen.
+func (ix *index) nsAtom(sel policy.Selector) int32 {
+	if id, ok := ix.nsAtomIDs[sel.Text]; ok {
+		return id
+	}
+	id := int32(len(ix.nsAtoms))
+	ix.nsAtomIDs[sel.Text] = id
+	var members []int32
+	if cands, narrowed := ix.nsLabels.candidates(sel.Selector); narrowed {
+		for _, n := range cands {
+			if sel.Matches(ix.c.Namespaces[n].Labels) {
+				members = append(members, n)
+			}
+		}
+	} else {
+		for n, ns := range ix.c.Namespaces {
+			if sel.Matches(ns.Labels) {
+				members = append(members, int32(n))
+			}
+		}
+	}
+	for _, n := range members {
+		ix.nsMember[n] = append(ix.nsMember[n], id)
+	}
+	ix.nsAtoms = append(ix.nsAtoms, nsAtom{sel: sel, members: members})
+	return id
+}
+
+// podAtom returns the atom of a pod selector within a namespace scope.
+func (ix *index) podAtom(sc scope, sel policy.Selector) int32 {
+	key := podAtomKey{sc.kind, sc.name, sc.atom, sel.Text}
+	if id, ok := ix.podAtomIDs[key]; ok {
+		return id
+	}
+	id := int32(len(ix.podAtoms))
+	ix.podAtomIDs[key] = id
+	members := ix.resolvePods(sc, sel)
+	for _, p := range members {
+		ix.podMember[p] = append(ix.podMember[p], id)
+	}
+	ix.podAtoms = append(ix.podAtoms, podAtom{scope: sc, sel: sel, members: members})
+	return id
+}
+
+func (ix *index) resolvePods(sc scope, sel policy.Selector) []int32 {
+	var members []int32
+	keep := func(p *state.Pod) {
+		if !p.HostNetwork && sel.Matches(p.Labels) {
+			members = append(members, p.ID)
+		}
+	}
+	// The namespaces in scope, when they are fewer than all.
+	var namespaces []*state.Namespace
+	switch sc.kind {
+	case scopeName:
+		if ns := ix.c.Namespace(sc.name); ns != nil {
+			namespaces = []*state.Namespace{ns}
+		}
+	case scopeAtom:
+		for _, n := range ix.nsAtoms[sc.atom].members {
+			namespaces = append(namespaces, ix.c.Namespaces[n])
+		}
+	}
+	cands, narrowed := ix.podLabels.candidates(sel.Selector)
+	inScope := func(p *state.Pod) bool {
+		switch sc.kind {
+		case scopeName:
+			return p.Namespace.Name == sc.name
+		case scopeAtom:
+			return ix.nsHas(ix.nsIDs[p.Namespace], sc.atom)
+		}
+		return true
+	}
+	if sc.kind != scopeAny {
+		podsInScope := 0
+		for _, ns := range namespaces {
+			podsInScope += len(ix.c.PodsIn(ns))
+		}
+		if !narrowed || podsInScope <= len(cands) {
+			for _, ns := range namespaces {
+				for _, p := range ix.c.PodsIn(ns) {
+					keep(p)
+				}
+			}
+			sort.Slice(members, func(i, j int) bool { return members[i] < members[j] })
+			return members
+		}
+	}
+	if narrowed {
+		for _, id := range cands {
+			if p := ix.c.Pods[id]; inScope(p) {
+				keep(p)
+			}
+		}
+		return members
+	}
+	for _, p := range ix.c.Pods {
+		keep(p)
+	}
+	return members
+}
+
+func (ix *index) nsHas(ns int32, atom int32) bool { return has(ix.nsMember[ns], atom) }
+
+func (ix *index) podHas(pod int32, atom int32) bool { return has(ix.podMember[pod], atom) }
+
+// has reports whether sorted list holds v.
+func has(list []int32, v int32) bool {
+	i := sort.Search(len(list), func(i int) bool { return list[i] >= v })
+	return i < len(list) && list[i] == v
+}
+
+// atomOf compiles a PodSelector into a pod atom. Relative namespace
+// selections cannot be resolved without the subject pod: their atom spans
+// every namespace and the namespace is checked per flow.
+func (ix *index) atomOf(ps policy.PodSelector) int32 {
+	switch ps.Namespaces.Match {
+	case policy.NamespaceName:
+		return ix.podAtom(scope{kind: scopeName, name: ps.Namespaces.Name}, ps.Pods)
+	case policy.NamespaceLabels:
+		return ix.podAtom(scope{kind: scopeAtom, atom: ix.nsAtom(ps.Namespaces.Selector)}, ps.Pods)
+	}
+	return ix.podAtom(scope{kind: scopeAny}, ps.Pods)
+}

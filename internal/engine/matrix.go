@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/state"
+)
+
+// Matrix is the verdict for every source x destination x port.
+type Matrix struct {
+	Sources, Destinations []*state.Pod
+	Ports                 []l4.Port
+	// Classes counts the behaviour classes the pods fell into; the work done
+	// was Classes² x ports decisions, not pods² x ports.
+	SourceClasses, DestinationClasses int
+	allowed                           []bool
+}
+
+// Allowed returns the verdict for Sources[s] -> Destinations[d] on Ports[p].
+func (m *Matrix) Allowed(s, d, p int) bool {
+	return m.allowed[(s*len(m.Destinations)+d)*len(m.Ports)+p]
+}
+
+// Matrix decides every pair of srcs x dsts on every port. Pods that no
+// selector, IP block, named port or node tells apart form one class, and
+// each pair of classes is decided once.
+func (e *Engine) Matrix(srcs, dsts []*state.Pod, ports []l4.Port) *Matrix {
+	m := &Matrix{Sources: srcs, Destinations: dsts, Ports: ports,
+		allowed: make([]bool, len(srcs)*len(dsts)*len(ports))}
+	withNodes := false
+	for _, p := range srcs {
+		withNodes = withNodes || p.HostNetwork
+	}
+	srcClass, srcReps := e.classes(srcs, withNodes)
+	dstClass, dstReps := e.classes(dsts, withNodes)
+	m.SourceClasses, m.DestinationClasses = len(srcReps), len(dstReps)
+
+	decided := make([]bool, len(srcReps)*len(dstReps)*len(ports))
+	for ci, s := range srcReps {
+		for cj, d := range dstReps {
+			for k, port := range ports {
+				decided[(ci*len(dstReps)+cj)*len(ports)+k] = e.decidePods(s, d, port)
+			}
+		}
+	}
+	for i, s := range srcs {
+		for j, d := range dsts {
+			base := (i*len(dsts) + j) * len(ports)
+			if s == d {
+				for k := range ports {
+					m.allowed[base+k] = true // a pod can always reach itself
+				}
+				continue
+			}
+			cbase := (srcClass[i]*len(dstReps) + dstClass[j]) * len(ports)
+			copy(m.allowed[base:base+len(ports)], decided[cbase:cbase+len(ports)])
+		}
+	}
+	return m
+}
+
+// decidePods decides pod src -> pod dst on port, over IPv4 when both have it.
+func (e *Engine) decidePods(src, dst *state.Pod, port l4.Port) bool {
+	f := Flow{Src: e.PodEndpoint(src, primary(src)), Port: port}
+	f.Dst = e.PodEndpoint(dst, f.Src.IP)
+	if !f.Dst.IP.IsValid() {
+		return false // no address family in common: no connection
+	}
+	return e.Decide(f).Allowed
+}
+
+func primary(p *state.Pod) netip.Addr {
+	if len(p.IPs) == 0 {
+		return netip.Addr{}
+	}
+	return p.IPs[0]
+}
+
+// classes assigns each pod a class and returns the representative of each.
+func (e *Engine) classes(pods []*state.Pod, withNodes bool) (class []int, reps []*state.Pod) {
+	class = make([]int, len(pods))
+	ids := map[string]int{}
+	var b strings.Builder
+	for i, p := range pods {
+		b.Reset()
+		e.classKey(&b, p, withNodes)
+		k := b.String()
+		id, ok := ids[k]
+		if !ok {
+			id = len(reps)
+			ids[k] = id
+			reps = append(reps, p)
+		}
+		class[i] = id
+	}
+	return class, reps
+}
+
+// classKey writes everything about p that any verdict can depend on,
+// except its identity (handled by the self-traffic rule).
+func (e *Engine) classKey(b *strings.Builder, p *state.Pod, withNodes bool) {
+	for _, a := range e.ix.podMember[p.ID] {
+		b.WriteString(strconv.Itoa(int(a)))
+		b.WriteByte(',')
+	}
+	b.WriteByte('|')
+	ip := primary(p)
+	b.WriteString(strconv.FormatBool(ip.Is4()))
+	for i, blk := range e.blocks {
+		if blk.Contains(ip) {
+			b.WriteString(strconv.Itoa(i))
+			b.WriteByte(',')
+		}
+	}
+	b.WriteByte('|')
+	ports := make([]string, 0, len(p.Ports))
+	for _, cp := range p.Ports {
+		if cp.Name != "" {
+			ports = append(ports, cp.Name+"="+cp.Port.String())
+		}
+	}
+	sort.Strings(ports)
+	b.WriteString(strings.Join(ports, ","))
+	b.WriteByte('|')
+	if p.HostNetwork || withNodes {
+		b.WriteString(strconv.FormatBool(p.HostNetwork))
+		b.WriteString(p.Node)
+		if p.HostNetwork {
+			for _, ip := range p.IPs {
+				b.WriteString(ip.String()) // matched by ipBlocks and node peers
+			}
+		}
+	}
+	b.WriteByte('|')
+	if e.relative || (e.opts.LegacyNamespaceIsolation && p.Namespace.LegacyIngressIsolation) {
+		b.WriteString(p.Namespace.Name)
+	}
+}

@@ -1,0 +1,280 @@
+package engine
+
+import (
+	"net/netip"
+	"strconv"
+
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/policy"
+	"github.com/netpol/netpol/internal/state"
+)
+
+// Endpoint is one end of a flow: a pod, a node, or an address outside the
+// cluster. IP is always set.
+type Endpoint struct {
+	IP   netip.Addr
+	Pod  *state.Pod  // nil unless the address is a pod's (host-network pods included)
+	Node *state.Node // the node owning the address (host-network pods: their node)
+}
+
+func (ep Endpoint) String() string {
+	switch {
+	case ep.Pod != nil:
+		return ep.Pod.Key()
+	case ep.Node != nil:
+		return "node/" + ep.Node.Name
+	}
+	return ep.IP.String()
+}
+
+// policyPod is the pod policies can select at this endpoint: host-network
+// pods are never selected, as subjects or as pod peers.
+func (ep Endpoint) policyPod() *state.Pod {
+	if ep.Pod == nil || ep.Pod.HostNetwork {
+		return nil
+	}
+	return ep.Pod
+}
+
+// Flow is a connection attempt.
+type Flow struct {
+	Src, Dst Endpoint
+	Port     l4.Port
+}
+
+// Step is one tier's part in a side's decision.
+type Step struct {
+	Tier       string       `json:"tier"`
+	Policy     *policy.Ref  `json:"policy,omitempty"`
+	Rule       string       `json:"rule,omitempty"`
+	Action     string       `json:"action"`
+	IsolatedBy []policy.Ref `json:"isolatedBy,omitempty"`
+	Note       string       `json:"note,omitempty"`
+}
+
+// Action words of steps that are not a rule's own action.
+const (
+	ActionNoMatch = "NoMatch" // the tier had nothing to say
+	ActionAllow   = "Allow"
+	ActionDeny    = "Deny"
+)
+
+// Side is the decision of one end: the source's egress or the destination's
+// ingress.
+type Side struct {
+	Allowed bool   `json:"allowed"`
+	Note    string `json:"note,omitempty"` // why no policy could apply, when none could
+	Steps   []Step `json:"steps"`
+}
+
+// Verdict is the decision on a flow with its full trace.
+type Verdict struct {
+	Allowed bool   `json:"allowed"`
+	Note    string `json:"note,omitempty"`
+	Egress  Side   `json:"egress"`
+	Ingress Side   `json:"ingress"`
+}
+
+// Decide returns the verdict on f: allowed only when the source's egress and
+// the destination's ingress both allow it.
+func (e *Engine) Decide(f Flow) Verdict {
+	if f.Src.policyPod() != nil && f.Src.Pod == f.Dst.Pod {
+		note := "a pod can always reach itself"
+		return Verdict{Allowed: true, Note: note, Egress: Side{Allowed: true, Note: note, Steps: []Step{}}, Ingress: Side{Allowed: true, Note: note, Steps: []Step{}}}
+	}
+	v := Verdict{
+		Egress:  e.side(policy.Egress, f.Src, f.Dst, f),
+		Ingress: e.side(policy.Ingress, f.Dst, f.Src, f),
+	}
+	v.Allowed = v.Egress.Allowed && v.Ingress.Allowed
+	return v
+}
+
+// side walks the tiers for subject (the end whose policies apply) talking to
+// peer.
+func (e *Engine) side(dir policy.Direction, subjectEP, peer Endpoint, f Flow) Side {
+	subject := subjectEP.policyPod()
+	switch {
+	case subjectEP.Pod != nil && subject == nil:
+		return Side{Allowed: true, Note: "host-network pods are not selected by policies", Steps: []Step{}}
+	case subject == nil:
+		what := "source"
+		if dir == policy.Ingress {
+			what = "destination"
+		}
+		return Side{Allowed: true, Note: what + " is not a pod: no " + dir.String() + " policy applies", Steps: []Step{}}
+	case dir == policy.Ingress && peer.Node != nil && peer.Node.Name == subject.Node && subject.Node != "":
+		// Kubelet probes and other node-local agents must reach their pods.
+		return Side{Allowed: true, Note: "traffic from the pod's own node is always allowed", Steps: []Step{}}
+	}
+	m := matcher{e: e, dir: dir, subject: subject, peer: peer, port: f.Port, dst: f.Dst}
+	applicable := e.applicable(subject)
+	var s Side
+
+	// Admin tier: the first matching rule decides; Pass skips to NetworkPolicy.
+	tier := 0
+	for tier < len(applicable) && applicable[tier].Tier == policy.TierAdmin {
+		tier++
+	}
+	admin, rest := applicable[:tier], applicable[tier:]
+	if step, decided, ok := m.firstMatch(policy.TierAdmin, admin); ok {
+		s.Steps = append(s.Steps, step)
+		if decided {
+			s.Allowed = step.Action != ActionDeny
+			return s
+		}
+	} else if len(admin) > 0 {
+		s.Steps = append(s.Steps, Step{Tier: policy.TierAdmin.String(), Action: ActionNoMatch, Note: countNote(len(admin), "admin policy selects", "admin policies select") + " the pod; no rule matched"})
+	}
+
+	// NetworkPolicy tier: isolation is per direction; the allow rules of all
+	// isolating policies are a union; isolated and unmatched is final.
+	tier = 0
+	for tier < len(rest) && rest[tier].Tier == policy.TierNetworkPolicy {
+		tier++
+	}
+	nps, baseline := rest[:tier], rest[tier:]
+	var isolating []policy.Ref
+	legacy := e.opts.LegacyNamespaceIsolation && dir == policy.Ingress
+	if legacy && subject.Namespace.LegacyIngressIsolation {
+		isolating = append(isolating, policy.Ref{Kind: policy.KindLegacyNamespaceIsolation, Name: subject.Namespace.Name})
+	}
+	for _, np := range nps {
+		if np.Isolates[dir] && !legacy {
+			isolating = append(isolating, np.Ref)
+		}
+	}
+	if len(isolating) > 0 {
+		for _, np := range nps {
+			if !np.Isolates[dir] && !legacy {
+				continue
+			}
+			for _, r := range np.rules[dir] {
+				if m.rule(r) {
+					ref := np.Ref
+					s.Steps = append(s.Steps, Step{Tier: policy.TierNetworkPolicy.String(), Policy: &ref, Rule: r.Label(), Action: ActionAllow})
+					s.Allowed = true
+					return s
+				}
+			}
+		}
+		s.Steps = append(s.Steps, Step{Tier: policy.TierNetworkPolicy.String(), Action: ActionDeny, IsolatedBy: isolating,
+			Note: "the pod is isolated for " + dir.String() + " and no rule of the isolating policies allows this"})
+		return s
+	}
+	s.Steps = append(s.Steps, Step{Tier: policy.TierNetworkPolicy.String(), Action: ActionNoMatch, Note: "no NetworkPolicy isolates the pod for " + dir.String()})
+
+	// Baseline tier: the first matching rule decides; Pass ends the tier.
+	if step, _, ok := m.firstMatch(policy.TierBaseline, baseline); ok {
+		s.Steps = append(s.Steps, step)
+		if step.Action != policy.Pass.String() {
+			s.Allowed = step.Action != ActionDeny
+			return s
+		}
+	} else if len(baseline) > 0 {
+		s.Steps = append(s.Steps, Step{Tier: policy.TierBaseline.String(), Action: ActionNoMatch, Note: countNote(len(baseline), "baseline policy selects", "baseline policies select") + " the pod; no rule matched"})
+	}
+	s.Steps = append(s.Steps, Step{Tier: "Default", Action: ActionAllow, Note: "nothing denied it"})
+	s.Allowed = true
+	return s
+}
+
+func countNote(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// matcher holds one side of one flow.
+type matcher struct {
+	e       *Engine
+	dir     policy.Direction
+	subject *state.Pod
+	peer    Endpoint
+	dst     Endpoint
+	port    l4.Port
+}
+
+// firstMatch finds the first rule of ps (in order) that matches. decided is
+// false for Pass.
+func (m matcher) firstMatch(tier policy.Tier, ps []*compiled) (step Step, decided, ok bool) {
+	for _, p := range ps {
+		for _, r := range p.rules[m.dir] {
+			if !m.rule(r) {
+				continue
+			}
+			ref := p.Ref
+			step = Step{Tier: tier.String(), Policy: &ref, Rule: r.Label(), Action: actionWord(p.Policy, r.Action)}
+			if r.FailClosed {
+				step.Note = "fail-closed: a peer of this rule has a field netpol does not know"
+			}
+			return step, r.Action != policy.Pass, true
+		}
+	}
+	return Step{}, false, false
+}
+
+// actionWord is the action as the policy's own API spells it.
+func actionWord(p *policy.Policy, a policy.Action) string {
+	if a == policy.Allow && p.Kind == policy.KindClusterNetworkPolicy {
+		return "Accept"
+	}
+	return a.String()
+}
+
+// rule reports whether r matches the flow.
+func (m matcher) rule(r compiledRule) bool {
+	if !r.AllPorts && !m.ports(r.Ports) {
+		return false
+	}
+	if r.AllPeers {
+		return true
+	}
+	for _, p := range r.peers {
+		if m.peerMatches(p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m matcher) ports(ports []policy.PortMatch) bool {
+	for _, pm := range ports {
+		if pm.Named == "" {
+			if pm.Range.Contains(m.port) {
+				return true
+			}
+			continue
+		}
+		// Named ports are resolved against the destination pod's own
+		// container ports, per protocol.
+		dst := m.dst.policyPod()
+		if dst == nil || (pm.NamedProto != 0 && pm.NamedProto != m.port.Proto) {
+			continue
+		}
+		if p, ok := dst.NamedPort(pm.Named, m.port.Proto); ok && p == m.port {
+			return true
+		}
+	}
+	return false
+}
+
+func (m matcher) peerMatches(p compiledPeer) bool {
+	switch p.Kind {
+	case policy.PeerPods:
+		pod := m.peer.policyPod()
+		if pod == nil || !m.e.ix.podHas(pod.ID, p.atom) {
+			return false
+		}
+		if ns := p.Pods.Namespaces; ns.Relative() {
+			return ns.Matches(pod.Namespace.Name, pod.Namespace.Labels, m.subject.Namespace.Name, m.subject.Namespace.Labels)
+		}
+		return true
+	case policy.PeerIPBlock:
+		return p.Block.Contains(m.peer.IP)
+	case policy.PeerNodes:
+		return m.peer.Node != nil && p.Nodes.Matches(m.peer.Node.Labels)
+	}
+	return false // PeerDomains: flows are addressed by IP
+}
