@@ -23,6 +23,10 @@ const (
 // usageError is a bad flag or argument: exit 2.
 type usageError struct{ error }
 
+// errSilent fails the command (exit 1) without printing: the command's
+// output already said why.
+type errSilent struct{ error }
+
 // Main runs netpol with args and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot(stdin, stdout, stderr)
@@ -33,7 +37,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var input diag.InputError
 	var usage usageError
+	var silent errSilent
 	switch {
+	case errors.As(err, &silent):
+		return exitFailure
 	case errors.As(err, &input):
 		fmt.Fprintf(stderr, "error: invalid input:\n%s\n", indent(input.Error()))
 		return exitInput
@@ -75,7 +82,7 @@ DaemonSet, ReplicaSet, Job, CronJob) stand for the pods of their template.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newExplain(), newMatrix())
+	root.AddCommand(newExplain(), newMatrix(), newTest())
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
 }

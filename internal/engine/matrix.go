@@ -40,8 +40,22 @@ func (e *Engine) Matrix(srcs, dsts []*state.Pod, ports []l4.Port) *Matrix {
 	m.SourceClasses, m.DestinationClasses = len(srcReps), len(dstReps)
 
 	decided := make([]bool, len(srcReps)*len(dstReps)*len(ports))
-	for ci, s := range srcReps {
-		for cj, d := range dstReps {
+	for ci, sr := range srcReps {
+		for cj, dr := range dstReps {
+			// Two classes can share their first pod (sources and destinations
+			// are classed separately); a pod talking to itself says nothing
+			// about the rest of its class, so use another member.
+			s, d := sr[0], dr[0]
+			if s == d {
+				switch {
+				case dr[1] != nil:
+					d = dr[1]
+				case sr[1] != nil:
+					s = sr[1]
+				default:
+					continue // the only pair is the pod with itself
+				}
+			}
 			for k, port := range ports {
 				decided[(ci*len(dstReps)+cj)*len(ports)+k] = e.decidePods(s, d, port)
 			}
@@ -80,8 +94,8 @@ func primary(p *state.Pod) netip.Addr {
 	return p.IPs[0]
 }
 
-// classes assigns each pod a class and returns the representative of each.
-func (e *Engine) classes(pods []*state.Pod, withNodes bool) (class []int, reps []*state.Pod) {
+// classes assigns each pod a class and returns up to two members of each.
+func (e *Engine) classes(pods []*state.Pod, withNodes bool) (class []int, reps [][2]*state.Pod) {
 	class = make([]int, len(pods))
 	ids := map[string]int{}
 	var b strings.Builder
@@ -90,10 +104,13 @@ func (e *Engine) classes(pods []*state.Pod, withNodes bool) (class []int, reps [
 		e.classKey(&b, p, withNodes)
 		k := b.String()
 		id, ok := ids[k]
-		if !ok {
+		switch {
+		case !ok:
 			id = len(reps)
 			ids[k] = id
-			reps = append(reps, p)
+			reps = append(reps, [2]*state.Pod{p})
+		case reps[id][1] == nil:
+			reps[id][1] = p
 		}
 		class[i] = id
 	}

@@ -1,0 +1,28 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCorpus runs every scenario of testdata/scenarios; a mismatch fails with
+// the flow, the expectation, the verdict and its trace.
+func TestCorpus(t *testing.T) {
+	scenarios, err := LoadFiles([]string{"../../testdata/scenarios"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scenarios) == 0 {
+		t.Fatal("no scenarios found under testdata/scenarios")
+	}
+	for _, s := range scenarios {
+		t.Run(strings.TrimPrefix(s.File, "../../testdata/scenarios/"), func(t *testing.T) {
+			r := Run(s, Options{})
+			if !r.Passed() {
+				var b strings.Builder
+				WriteFailure(&b, r)
+				t.Errorf("%s:\n%s", s.Name, b.String())
+			}
+		})
+	}
+}
