@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -31,6 +32,10 @@ func (f *inputFlags) register(cmd *cobra.Command) {
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "do not print warnings")
 }
 
+// slowLoad is when loading is long enough that a person wonders what took
+// the time.
+const slowLoad = 2 * time.Second
+
 // load reads the input through source, state and policy into an engine.
 // Errors in the input are returned as a diag.InputError (exit 2); warnings
 // go to stderr.
@@ -42,6 +47,7 @@ func (f *inputFlags) load(cmd *cobra.Command) (*engine.Engine, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
+	start := time.Now()
 	dec := &source.Decoder{Options: source.Options{ANPShape: shape}}
 	objects, err := dec.Load(f.files, cmd.InOrStdin())
 	if err != nil {
@@ -59,6 +65,11 @@ func (f *inputFlags) load(cmd *cobra.Command) (*engine.Engine, error) {
 	e := engine.New(cluster, set, engine.Options{LegacyNamespaceIsolation: f.legacy})
 	diags = append(diags, e.PriorityOverlaps()...)
 	f.warn(cmd.ErrOrStderr(), diags)
+	if took := time.Since(start); took > slowLoad && !f.quiet {
+		st := e.Stats()
+		fmt.Fprintf(cmd.ErrOrStderr(), "netpol: read %d objects (%d pods, %d policies) and resolved %d selectors in %s\n",
+			len(objects), len(cluster.Pods), len(cluster.Policies), st.NamespaceSelectors+st.PodSelectors, took.Round(time.Millisecond))
+	}
 	return e, nil
 }
 
