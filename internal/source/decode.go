@@ -275,8 +275,8 @@ func (d *Decoder) adminValue(origin diag.Origin, obj Object, js []byte) any {
 // detectShape looks at every peer. A peer whose namespaces field holds
 // namespaceSelector/sameLabels/notSameLabels/related, or whose pods field holds
 // namespaces, is the KEP shape; matchLabels/matchExpressions under namespaces,
-// namespaceSelector under pods, or a nodes/networks/domainNames peer is the
-// released shape. conflict is the path of the first peer that contradicts an
+// namespaceSelector under pods, an empty namespaces peer, or a
+// nodes/networks/domainNames peer is the released shape. conflict is the path of the first peer that contradicts an
 // earlier one.
 func detectShape(obj map[string]any) (shape ANPShape, ambiguous bool, conflict string) {
 	var sawKEP, sawV017 bool
@@ -314,6 +314,9 @@ func peerShape(peer map[string]any) (kepShape, v017 bool) {
 		}
 	}
 	if ns, ok := peer["namespaces"].(map[string]any); ok {
+		// An empty namespaces peer selects every namespace in the released
+		// shape and is invalid in the KEP shape (exactly one field).
+		v017 = v017 || len(ns) == 0
 		for k := range ns {
 			switch k {
 			case "namespaceSelector", "sameLabels", "notSameLabels", "related":
