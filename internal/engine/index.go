@@ -12,6 +12,7 @@
 package engine
 
 import (
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -37,52 +38,58 @@ func (ix labelIndex) add(id int32, l labels.Set) {
 	}
 }
 
-// candidates returns the smallest ID list that contains every match of sel,
-// and false when no requirement narrows the search (scan everything).
-func (ix labelIndex) candidates(sel labels.Selector) ([]int32, bool) {
+// candidates returns the IDs that can match sel, taken from the posting
+// lists of its most selective equality or existence requirement, when that
+// list is shorter than limit; otherwise narrowed is false and the caller scans
+// its own, smaller, candidate set. Lists are sized before they are built, so
+// a namespace-local selector never pays for a cluster-wide list.
+func (ix labelIndex) candidates(sel labels.Selector, limit int) (ids []int32, narrowed bool) {
 	reqs, selectable := sel.Requirements()
 	if !selectable {
 		return nil, true // labels.Nothing()
 	}
-	var best []int32
-	found := false
-	for _, r := range reqs {
-		var ids []int32
+	best, bestSize := -1, limit
+	for i, r := range reqs {
+		size := 0
 		switch r.Operator() {
 		case selection.Equals, selection.DoubleEquals, selection.In:
-			vals := r.Values().UnsortedList()
-			if len(vals) == 1 {
-				ids = ix[r.Key()][vals[0]]
-				break
+			for v := range r.Values() {
+				size += len(ix[r.Key()][v])
 			}
-			for _, v := range vals {
-				ids = append(ids, ix[r.Key()][v]...)
-			}
-			ids = sortedUnique(ids)
 		case selection.Exists:
 			for _, l := range ix[r.Key()] {
-				ids = append(ids, l...)
+				size += len(l)
 			}
-			ids = sortedUnique(ids)
 		default:
 			continue
 		}
-		if !found || len(ids) < len(best) {
-			best, found = ids, true
+		if size < bestSize {
+			best, bestSize = i, size
 		}
 	}
-	return best, found
-}
-
-func sortedUnique(ids []int32) []int32 {
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	out := ids[:0]
-	for i, id := range ids {
-		if i == 0 || id != ids[i-1] {
-			out = append(out, id)
+	if best < 0 {
+		return nil, false
+	}
+	r := reqs[best]
+	var lists [][]int32
+	if r.Operator() == selection.Exists {
+		for _, l := range ix[r.Key()] {
+			lists = append(lists, l)
+		}
+	} else {
+		for v := range r.Values() {
+			lists = append(lists, ix[r.Key()][v])
 		}
 	}
-	return out
+	if len(lists) == 1 {
+		return lists[0], true // posting lists are ascending already
+	}
+	ids = make([]int32, 0, bestSize)
+	for _, l := range lists {
+		ids = append(ids, l...)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), true
 }
 
 // nsAtom is a distinct namespace label selector and the namespaces it selects.
@@ -168,7 +175,7 @@ func (ix *index) nsAtom(sel policy.Selector) int32 {
 	id := int32(len(ix.nsAtoms))
 	ix.nsAtomIDs[sel.Text] = id
 	var members []int32
-	if cands, narrowed := ix.nsLabels.candidates(sel.Selector); narrowed {
+	if cands, narrowed := ix.nsLabels.candidates(sel.Selector, len(ix.c.Namespaces)); narrowed {
 		for _, n := range cands {
 			if sel.Matches(ix.c.Namespaces[n].Labels) {
 				members = append(members, n)
@@ -223,7 +230,6 @@ func (ix *index) resolvePods(sc scope, sel policy.Selector) []int32 {
 			namespaces = append(namespaces, ix.c.Namespaces[n])
 		}
 	}
-	cands, narrowed := ix.podLabels.candidates(sel.Selector)
 	inScope := func(p *state.Pod) bool {
 		switch sc.kind {
 		case scopeName:
@@ -233,22 +239,14 @@ func (ix *index) resolvePods(sc scope, sel policy.Selector) []int32 {
 		}
 		return true
 	}
+	podsInScope := len(ix.c.Pods)
 	if sc.kind != scopeAny {
-		podsInScope := 0
+		podsInScope = 0
 		for _, ns := range namespaces {
 			podsInScope += len(ix.c.PodsIn(ns))
 		}
-		if !narrowed || podsInScope <= len(cands) {
-			for _, ns := range namespaces {
-				for _, p := range ix.c.PodsIn(ns) {
-					keep(p)
-				}
-			}
-			sort.Slice(members, func(i, j int) bool { return members[i] < members[j] })
-			return members
-		}
 	}
-	if narrowed {
+	if cands, narrowed := ix.podLabels.candidates(sel.Selector, podsInScope); narrowed {
 		for _, id := range cands {
 			if p := ix.c.Pods[id]; inScope(p) {
 				keep(p)
@@ -256,9 +254,18 @@ func (ix *index) resolvePods(sc scope, sel policy.Selector) []int32 {
 		}
 		return members
 	}
-	for _, p := range ix.c.Pods {
-		keep(p)
+	if sc.kind == scopeAny {
+		for _, p := range ix.c.Pods {
+			keep(p)
+		}
+		return members
 	}
+	for _, ns := range namespaces {
+		for _, p := range ix.c.PodsIn(ns) {
+			keep(p)
+		}
+	}
+	slices.Sort(members)
 	return members
 }
 
