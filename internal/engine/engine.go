@@ -1,8 +1,9 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/netpol/netpol/internal/diag"
@@ -29,6 +30,7 @@ type Engine struct {
 
 	policies  []*compiled           // every policy, in tier order
 	bySubject map[int32][]*compiled // subject atom -> policies
+	applies   [][]*compiled         // pod ID -> policies selecting it, in order (shared)
 	relative  bool                  // some peer selects namespaces relative to the subject
 	blocks    []policy.IPBlock      // distinct IP blocks of all peers, for classes
 }
@@ -80,7 +82,34 @@ func New(c *state.Cluster, set *policy.Set, opts Options) *Engine {
 		e.policies = append(e.policies, cp)
 		e.bySubject[cp.subject] = append(e.bySubject[cp.subject], cp)
 	}
+	e.indexApplicable()
 	return e
+}
+
+// indexApplicable lists, for every pod, the policies whose subject selects
+// it. Pods in the same subject selectors share one list, so a cluster of
+// 100k pods holds only as many lists as there are distinct subject sets.
+func (e *Engine) indexApplicable() {
+	e.applies = make([][]*compiled, len(e.c.Pods))
+	shared := map[string][]*compiled{}
+	var key []byte
+	for _, p := range e.c.Pods {
+		key = key[:0]
+		for _, atom := range e.ix.podMember[p.ID] {
+			if len(e.bySubject[atom]) > 0 {
+				key = binary.LittleEndian.AppendUint32(key, uint32(atom))
+			}
+		}
+		list, ok := shared[string(key)]
+		if !ok {
+			for _, atom := range e.ix.podMember[p.ID] {
+				list = append(list, e.bySubject[atom]...)
+			}
+			slices.SortFunc(list, func(a, b *compiled) int { return a.rank - b.rank })
+			shared[string(key)] = list
+		}
+		e.applies[p.ID] = list
+	}
 }
 
 // Cluster returns the snapshot the engine decides for.
@@ -124,14 +153,7 @@ func (e *Engine) Stats() SelectorStats {
 
 // applicable returns the policies whose subject selects pod, in evaluation
 // order.
-func (e *Engine) applicable(pod *state.Pod) []*compiled {
-	var out []*compiled
-	for _, atom := range e.ix.podMember[pod.ID] {
-		out = append(out, e.bySubject[atom]...)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].rank < out[j].rank })
-	return out
-}
+func (e *Engine) applicable(pod *state.Pod) []*compiled { return e.applies[pod.ID] }
 
 // PriorityOverlaps warns about admin-tier policies of equal priority that
 // select a common pod with rules in the same direction: upstream leaves their

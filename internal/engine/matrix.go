@@ -84,7 +84,7 @@ func (e *Engine) decidePods(src, dst *state.Pod, port l4.Port) bool {
 	if !f.Dst.IP.IsValid() {
 		return false // no address family in common: no connection
 	}
-	return e.Decide(f).Allowed
+	return e.Allowed(f)
 }
 
 func primary(p *state.Pod) netip.Addr {

@@ -83,16 +83,25 @@ func (e *Engine) Decide(f Flow) Verdict {
 		return Verdict{Allowed: true, Note: note, Egress: Side{Allowed: true, Note: note, Steps: []Step{}}, Ingress: Side{Allowed: true, Note: note, Steps: []Step{}}}
 	}
 	v := Verdict{
-		Egress:  e.side(policy.Egress, f.Src, f.Dst, f),
-		Ingress: e.side(policy.Ingress, f.Dst, f.Src, f),
+		Egress:  e.side(policy.Egress, f.Src, f.Dst, f, true),
+		Ingress: e.side(policy.Ingress, f.Dst, f.Src, f, true),
 	}
 	v.Allowed = v.Egress.Allowed && v.Ingress.Allowed
 	return v
 }
 
+// Allowed decides f like Decide, without building the trace: the matrix
+// decides many flows and keeps only the bit.
+func (e *Engine) Allowed(f Flow) bool {
+	if f.Src.policyPod() != nil && f.Src.Pod == f.Dst.Pod {
+		return true
+	}
+	return e.side(policy.Egress, f.Src, f.Dst, f, false).Allowed && e.side(policy.Ingress, f.Dst, f.Src, f, false).Allowed
+}
+
 // side walks the tiers for subject (the end whose policies apply) talking to
-// peer.
-func (e *Engine) side(dir policy.Direction, subjectEP, peer Endpoint, f Flow) Side {
+// peer. Without trace it returns only Allowed.
+func (e *Engine) side(dir policy.Direction, subjectEP, peer Endpoint, f Flow, trace bool) Side {
 	subject := subjectEP.policyPod()
 	switch {
 	case subjectEP.Pod != nil && subject == nil:
@@ -117,13 +126,15 @@ func (e *Engine) side(dir policy.Direction, subjectEP, peer Endpoint, f Flow) Si
 		tier++
 	}
 	admin, rest := applicable[:tier], applicable[tier:]
-	if step, decided, ok := m.firstMatch(policy.TierAdmin, admin); ok {
-		s.Steps = append(s.Steps, step)
-		if decided {
-			s.Allowed = step.Action != ActionDeny
+	if p, r, ok := m.firstMatch(admin); ok {
+		if trace {
+			s.Steps = append(s.Steps, ruleStep(policy.TierAdmin, p, r))
+		}
+		if r.Action != policy.Pass {
+			s.Allowed = r.Action == policy.Allow
 			return s
 		}
-	} else if len(admin) > 0 {
+	} else if len(admin) > 0 && trace {
 		s.Steps = append(s.Steps, Step{Tier: policy.TierAdmin.String(), Action: ActionNoMatch, Note: countNote(len(admin), "admin policy selects", "admin policies select") + " the pod; no rule matched"})
 	}
 
@@ -136,45 +147,58 @@ func (e *Engine) side(dir policy.Direction, subjectEP, peer Endpoint, f Flow) Si
 	nps, baseline := rest[:tier], rest[tier:]
 	var isolating []policy.Ref
 	legacy := e.opts.LegacyNamespaceIsolation && dir == policy.Ingress
-	if legacy && subject.Namespace.LegacyIngressIsolation {
+	isolated := legacy && subject.Namespace.LegacyIngressIsolation
+	if isolated && trace {
 		isolating = append(isolating, policy.Ref{Kind: policy.KindLegacyNamespaceIsolation, Name: subject.Namespace.Name})
 	}
 	for _, np := range nps {
 		if np.Isolates[dir] && !legacy {
-			isolating = append(isolating, np.Ref)
+			isolated = true
+			if trace {
+				isolating = append(isolating, np.Ref)
+			}
 		}
 	}
-	if len(isolating) > 0 {
+	if isolated {
 		for _, np := range nps {
 			if !np.Isolates[dir] && !legacy {
 				continue
 			}
 			for _, r := range np.rules[dir] {
 				if m.rule(r) {
-					ref := np.Ref
-					s.Steps = append(s.Steps, Step{Tier: policy.TierNetworkPolicy.String(), Policy: &ref, Rule: r.Label(), Action: ActionAllow})
+					if trace {
+						s.Steps = append(s.Steps, ruleStep(policy.TierNetworkPolicy, np, r))
+					}
 					s.Allowed = true
 					return s
 				}
 			}
 		}
-		s.Steps = append(s.Steps, Step{Tier: policy.TierNetworkPolicy.String(), Action: ActionDeny, IsolatedBy: isolating,
-			Note: "the pod is isolated for " + dir.String() + " and no rule of the isolating policies allows this"})
+		if trace {
+			s.Steps = append(s.Steps, Step{Tier: policy.TierNetworkPolicy.String(), Action: ActionDeny, IsolatedBy: isolating,
+				Note: "the pod is isolated for " + dir.String() + " and no rule of the isolating policies allows this"})
+		}
 		return s
 	}
-	s.Steps = append(s.Steps, Step{Tier: policy.TierNetworkPolicy.String(), Action: ActionNoMatch, Note: "no NetworkPolicy isolates the pod for " + dir.String()})
+	if trace {
+		s.Steps = append(s.Steps, Step{Tier: policy.TierNetworkPolicy.String(), Action: ActionNoMatch, Note: "no NetworkPolicy isolates the pod for " + dir.String()})
+	}
 
 	// Baseline tier: the first matching rule decides; Pass ends the tier.
-	if step, _, ok := m.firstMatch(policy.TierBaseline, baseline); ok {
-		s.Steps = append(s.Steps, step)
-		if step.Action != policy.Pass.String() {
-			s.Allowed = step.Action != ActionDeny
+	if p, r, ok := m.firstMatch(baseline); ok {
+		if trace {
+			s.Steps = append(s.Steps, ruleStep(policy.TierBaseline, p, r))
+		}
+		if r.Action != policy.Pass {
+			s.Allowed = r.Action == policy.Allow
 			return s
 		}
-	} else if len(baseline) > 0 {
+	} else if len(baseline) > 0 && trace {
 		s.Steps = append(s.Steps, Step{Tier: policy.TierBaseline.String(), Action: ActionNoMatch, Note: countNote(len(baseline), "baseline policy selects", "baseline policies select") + " the pod; no rule matched"})
 	}
-	s.Steps = append(s.Steps, Step{Tier: "Default", Action: ActionAllow, Note: "nothing denied it"})
+	if trace {
+		s.Steps = append(s.Steps, Step{Tier: "Default", Action: ActionAllow, Note: "nothing denied it"})
+	}
 	s.Allowed = true
 	return s
 }
@@ -196,23 +220,26 @@ type matcher struct {
 	port    l4.Port
 }
 
-// firstMatch finds the first rule of ps (in order) that matches. decided is
-// false for Pass.
-func (m matcher) firstMatch(tier policy.Tier, ps []*compiled) (step Step, decided, ok bool) {
+// firstMatch finds the first rule of ps (in order) that matches.
+func (m matcher) firstMatch(ps []*compiled) (*compiled, compiledRule, bool) {
 	for _, p := range ps {
 		for _, r := range p.rules[m.dir] {
-			if !m.rule(r) {
-				continue
+			if m.rule(r) {
+				return p, r, true
 			}
-			ref := p.Ref
-			step = Step{Tier: tier.String(), Policy: &ref, Rule: r.Label(), Action: actionWord(p.Policy, r.Action)}
-			if r.FailClosed {
-				step.Note = "fail-closed: a peer of this rule has a field netpol does not know"
-			}
-			return step, r.Action != policy.Pass, true
 		}
 	}
-	return Step{}, false, false
+	return nil, compiledRule{}, false
+}
+
+// ruleStep is the trace step of a deciding rule.
+func ruleStep(tier policy.Tier, p *compiled, r compiledRule) Step {
+	ref := p.Ref
+	step := Step{Tier: tier.String(), Policy: &ref, Rule: r.Label(), Action: actionWord(p.Policy, r.Action)}
+	if r.FailClosed {
+		step.Note = "fail-closed: a peer of this rule has a field netpol does not know"
+	}
+	return step
 }
 
 // actionWord is the action as the policy's own API spells it.
