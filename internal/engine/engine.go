@@ -155,15 +155,24 @@ func (e *Engine) Stats() SelectorStats {
 // order.
 func (e *Engine) applicable(pod *state.Pod) []*compiled { return e.applies[pod.ID] }
 
-// PriorityOverlaps warns about admin-tier policies of equal priority that
+// PriorityOverlaps warns about admin- or baseline-tier policies of equal priority that
 // select a common pod with rules in the same direction: upstream leaves their
 // order undefined; netpol's order is documented in policy.Set.
 func (e *Engine) PriorityOverlaps() diag.List {
 	var out diag.List
-	admin := e.policies[:len(e.set.Admin)]
-	for i := 0; i < len(admin); i++ {
-		for j := i + 1; j < len(admin) && admin[j].Priority == admin[i].Priority; j++ {
-			a, b := admin[i], admin[j]
+	baselineStart := len(e.set.Admin) + len(e.set.NetworkPolicies)
+	for _, tier := range [][]*compiled{e.policies[:len(e.set.Admin)], e.policies[baselineStart:]} {
+		out = append(out, e.tierOverlaps(tier)...)
+	}
+	return out
+}
+
+// tierOverlaps finds the equal-priority pairs of one ordered tier.
+func (e *Engine) tierOverlaps(tier []*compiled) diag.List {
+	var out diag.List
+	for i := 0; i < len(tier); i++ {
+		for j := i + 1; j < len(tier) && tier[j].Priority == tier[i].Priority; j++ {
+			a, b := tier[i], tier[j]
 			var dirs []string
 			for _, d := range []policy.Direction{policy.Ingress, policy.Egress} {
 				if len(a.rules[d]) > 0 && len(b.rules[d]) > 0 {
