@@ -3,6 +3,7 @@ package engine_test
 import (
 	"fmt"
 	"math/rand"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -13,81 +14,510 @@ import (
 	"github.com/netpol/netpol/internal/state"
 )
 
-// randomCluster writes a small random cluster with every policy API.
-func randomCluster(r *rand.Rand) string {
-	pick := func(xs ...string) string { return xs[r.Intn(len(xs))] }
-	sel := func() string {
-		switch r.Intn(4) {
-		case 0:
-			return "{}"
-		case 1:
-			return fmt.Sprintf("{matchLabels: {app: %s}}", pick("a", "b", "c"))
-		case 2:
-			return fmt.Sprintf("{matchExpressions: [{key: app, operator: %s, values: [a]}]}", pick("In", "NotIn"))
-		}
-		return fmt.Sprintf("{matchLabels: {team: %s}}", pick("red", "blue"))
-	}
-	var b strings.Builder
-	nodes := []string{"n1", "n2"}
-	for _, n := range nodes {
-		fmt.Fprintf(&b, "---\n{apiVersion: v1, kind: Node, metadata: {name: %s, labels: {zone: %s}}}\n", n, pick("a", "b"))
-	}
-	nss := []string{"ns1", "ns2", "ns3"}[:2+r.Intn(2)]
-	for _, ns := range nss {
-		fmt.Fprintf(&b, "---\n{apiVersion: v1, kind: Namespace, metadata: {name: %s, labels: {team: %s}}}\n", ns, pick("red", "blue"))
-	}
-	for i := 0; i < 3+r.Intn(6); i++ {
-		host := r.Intn(6) == 0
-		fmt.Fprintf(&b, "---\n{apiVersion: v1, kind: Pod, metadata: {name: p%d, namespace: %s, labels: {app: %s}}, spec: {nodeName: %s, hostNetwork: %v, containers: [{name: c, ports: [{name: http, containerPort: %s}, {name: dns, containerPort: 53, protocol: UDP}]}]}}\n",
-			i, pick(nss...), pick("a", "b", "c"), pick(nodes...), host, pick("80", "8080"))
-	}
-	for i := 0; i < r.Intn(4); i++ {
-		fmt.Fprintf(&b, "---\n{apiVersion: networking.k8s.io/v1, kind: NetworkPolicy, metadata: {name: np%d, namespace: %s}, spec: {podSelector: %s, policyTypes: [%s], ingress: [{from: [{podSelector: %s}, {ipBlock: {cidr: 198.18.0.0/15, except: [198.18.128.0/17]}}], ports: [{port: %s}]}], egress: [{to: [{namespaceSelector: %s}]}]}}\n",
-			i, pick(nss...), sel(), pick("Ingress", "Egress", "Ingress, Egress"), sel(), pick("http", "80", "53, protocol: UDP"), sel())
-	}
-	for i := 0; i < r.Intn(3); i++ {
-		fmt.Fprintf(&b, "---\n{apiVersion: policy.networking.k8s.io/v1alpha1, kind: AdminNetworkPolicy, metadata: {name: anp%d}, spec: {priority: %d, subject: {namespaces: %s}, ingress: [{action: %s, from: [{pods: {namespaceSelector: %s, podSelector: %s}}]}], egress: [{action: %s, to: [{nodes: {matchLabels: {zone: a}}}]}, {action: %s, to: [{networks: [198.18.0.0/16]}], ports: [{portRange: {protocol: TCP, start: 80, end: 8080}}]}]}}\n",
-			i, r.Intn(3), sel(), pick("Allow", "Deny", "Pass"), sel(), sel(), pick("Allow", "Deny"), pick("Allow", "Deny", "Pass"))
-	}
-	if r.Intn(2) == 0 {
-		fmt.Fprintf(&b, "---\n{apiVersion: policy.networking.k8s.io/v1alpha1, kind: BaselineAdminNetworkPolicy, metadata: {name: default}, spec: {subject: {namespaces: %s}, ingress: [{action: %s, from: [{namespaces: %s}], ports: [{namedPort: http}]}]}}\n",
-			sel(), pick("Allow", "Deny"), sel())
-	}
-	if r.Intn(2) == 0 {
-		fmt.Fprintf(&b, "---\n{apiVersion: policy.networking.k8s.io/v1alpha2, kind: ClusterNetworkPolicy, metadata: {name: cnp}, spec: {tier: %s, priority: 1, subject: {namespaces: %s}, ingress: [{action: %s, from: [{namespaces: %s}], protocols: [{udp: {destinationPort: {number: 53}}}]}]}}\n",
-			pick("Admin", "Baseline"), sel(), pick("Accept", "Deny", "Pass"), sel())
-	}
-	return b.String()
+// agreeGen writes a small random cluster as YAML: every policy API and shape,
+// with selectors, ports and peers drawn from small vocabularies so that they
+// often hit. Everything it writes must be valid input.
+type agreeGen struct {
+	r      *rand.Rand
+	b      strings.Builder
+	nss    []string
+	nodes  []string
+	podIPs []string // explicit pod addresses, for ipBlocks to hit
+	legacy bool     // some namespace carries the v1beta1 isolation annotation
 }
+
+func (g *agreeGen) pick(xs ...string) string { return xs[g.r.Intn(len(xs))] }
+func (g *agreeGen) chance(n int) bool        { return g.r.Intn(n) == 0 }
+
+func (g *agreeGen) doc(format string, args ...any) {
+	g.b.WriteString("---\n")
+	fmt.Fprintf(&g.b, format, args...)
+	g.b.WriteString("\n")
+}
+
+// Label vocabularies: namespaces and pods.
+var (
+	agreeNSLabels  = [][2]string{{"team", "red"}, {"team", "blue"}, {"env", "prod"}, {"env", "dev"}, {"tenant", "t1"}, {"tenant", "t2"}}
+	agreePodLabels = [][2]string{{"app", "a"}, {"app", "b"}, {"app", "c"}, {"role", "web"}, {"role", "db"}}
+)
+
+// labels returns a YAML map of 0-2 labels from vocab.
+func (g *agreeGen) labels(vocab [][2]string) string {
+	seen := map[string]bool{}
+	var kv []string
+	for i := g.r.Intn(3); i > 0; i-- {
+		l := vocab[g.r.Intn(len(vocab))]
+		if !seen[l[0]] {
+			seen[l[0]] = true
+			kv = append(kv, l[0]+": "+l[1])
+		}
+	}
+	return "{" + strings.Join(kv, ", ") + "}"
+}
+
+// selector returns a label selector over vocab.
+func (g *agreeGen) selector(vocab [][2]string) string {
+	l := vocab[g.r.Intn(len(vocab))]
+	switch g.r.Intn(7) {
+	case 0, 1:
+		return "{}"
+	case 2, 3:
+		return fmt.Sprintf("{matchLabels: {%s: %s}}", l[0], l[1])
+	case 4:
+		return fmt.Sprintf("{matchExpressions: [{key: %s, operator: %s, values: [%s]}]}", l[0], g.pick("In", "NotIn"), l[1])
+	case 5:
+		return fmt.Sprintf("{matchExpressions: [{key: %s, operator: %s}]}", l[0], g.pick("Exists", "DoesNotExist"))
+	}
+	m := vocab[g.r.Intn(len(vocab))]
+	return fmt.Sprintf("{matchLabels: {%s: %s}, matchExpressions: [{key: %s, operator: NotIn, values: [%s]}]}", l[0], l[1], m[0], m[1])
+}
+
+func (g *agreeGen) nsSel() string  { return g.selector(agreeNSLabels) }
+func (g *agreeGen) podSel() string { return g.selector(agreePodLabels) }
+
+// agreeCIDRs are inside 198.18.0.0/15: pod addresses written by the generator
+// (198.18.0.x), automatic pod addresses (anywhere) and node addresses
+// (198.19.255.x).
+var agreeCIDRs = []string{
+	"198.18.0.0/15", "198.18.0.0/16", "198.19.0.0/16", "198.18.0.0/24", "198.18.0.0/25", "198.18.0.128/25",
+	"198.18.0.0/28", "198.18.0.16/28", "198.18.0.32/27", "198.19.255.0/24", "198.19.255.0/28", "198.18.0.10/32",
+}
+
+// cidr returns a CIDR and up to two excepts strictly inside it.
+func (g *agreeGen) cidr() (string, []string) {
+	c := agreeCIDRs[g.r.Intn(len(agreeCIDRs))]
+	outer := netip.MustParsePrefix(c)
+	var inside []string
+	for _, e := range agreeCIDRs {
+		p := netip.MustParsePrefix(e)
+		if p.Bits() > outer.Bits() && outer.Contains(p.Addr()) {
+			inside = append(inside, e)
+		}
+	}
+	if len(g.podIPs) > 0 && outer.Contains(netip.MustParseAddr(g.podIPs[0])) && outer.Bits() < 32 {
+		inside = append(inside, g.podIPs[0]+"/32")
+	}
+	var except []string
+	for i := g.r.Intn(3); i > 0 && len(inside) > 0; i-- {
+		except = append(except, inside[g.r.Intn(len(inside))])
+	}
+	return c, except
+}
+
+func (g *agreeGen) cluster() string {
+	for i := 0; i < 1+g.r.Intn(2); i++ {
+		name := fmt.Sprintf("n%d", i+1)
+		g.nodes = append(g.nodes, name)
+		addr := ""
+		if g.chance(2) {
+			addr = fmt.Sprintf(", status: {addresses: [{type: InternalIP, address: 198.19.255.%d}]}", 100+i)
+		}
+		g.doc("{apiVersion: v1, kind: Node, metadata: {name: %s, labels: {zone: %s}}%s}", name, g.pick("a", "b"), addr)
+	}
+	var nsLabels string
+	for i := 0; i < 2+g.r.Intn(3); i++ {
+		name := fmt.Sprintf("ns%d", i+1)
+		g.nss = append(g.nss, name)
+		// Namespaces that no selector tells apart share a class unless a
+		// relative peer (Self, sameLabels) or legacy isolation does.
+		if i == 0 || !g.chance(3) {
+			nsLabels = g.labels(agreeNSLabels)
+		}
+		ann := ""
+		if g.chance(4) {
+			g.legacy = true
+			ann = `, annotations: {net.beta.kubernetes.io/network-policy: '{"ingress": {"isolation": "DefaultDeny"}}'}`
+		}
+		g.doc("{apiVersion: v1, kind: Namespace, metadata: {name: %s, labels: %s%s}}", name, nsLabels, ann)
+	}
+	var podLabels, podPorts string
+	for i := 0; i < 3+g.r.Intn(6); i++ {
+		// A pod is often a look-alike of the one before, perhaps in another
+		// namespace or on another node: only that tells them apart.
+		if i == 0 || !g.chance(3) {
+			podLabels, podPorts = g.labels(agreePodLabels), g.containerPorts()
+		}
+		host := g.chance(4)
+		status := ""
+		if !host && g.chance(2) {
+			ip := fmt.Sprintf("198.18.0.%d", 10+8*i+g.r.Intn(8))
+			g.podIPs = append(g.podIPs, ip)
+			status = fmt.Sprintf(", status: {podIP: %s}", ip)
+		}
+		g.doc("{apiVersion: v1, kind: Pod, metadata: {name: p%d, namespace: %s, labels: %s}, spec: {nodeName: %s, hostNetwork: %v, containers: [{name: c, ports: %s}]}%s}",
+			i, g.pick(g.nss...), podLabels, g.pick(g.nodes...), host, podPorts, status)
+	}
+	for i := 0; i < g.r.Intn(4); i++ {
+		g.networkPolicy(i)
+	}
+	for i := 0; i < g.r.Intn(3); i++ {
+		if g.chance(2) {
+			g.kepAdmin(i)
+		} else {
+			g.admin(i)
+		}
+	}
+	if g.chance(2) {
+		if g.chance(3) {
+			g.kepBaseline()
+		} else {
+			g.baseline()
+		}
+	}
+	for i := 0; i < g.r.Intn(4); i++ {
+		g.clusterNetworkPolicy(i)
+	}
+	return g.b.String()
+}
+
+// containerPorts: named ports whose numbers differ between pods, so that
+// named-port rules tell pods apart.
+func (g *agreeGen) containerPorts() string {
+	var ps []string
+	if g.chance(4) {
+		return "[]"
+	}
+	if !g.chance(4) {
+		ps = append(ps, fmt.Sprintf("{name: http, containerPort: %s}", g.pick("80", "8080")))
+	}
+	if g.chance(2) {
+		ps = append(ps, "{name: dns, containerPort: 53, protocol: UDP}")
+	}
+	if g.chance(3) {
+		ps = append(ps, fmt.Sprintf("{name: metrics, containerPort: %s}", g.pick("9090", "8080")))
+	}
+	if g.chance(3) {
+		ps = append(ps, "{containerPort: 443}")
+	}
+	return "[" + strings.Join(ps, ", ") + "]"
+}
+
+// agreePorts is what the matrix is asked about.
+var agreePorts = []l4.Port{
+	{Proto: l4.TCP, Num: 80}, {Proto: l4.TCP, Num: 443}, {Proto: l4.TCP, Num: 8080}, {Proto: l4.TCP, Num: 9090},
+	{Proto: l4.UDP, Num: 53}, {Proto: l4.TCP, Num: 53}, {Proto: l4.SCTP, Num: 80},
+}
+
+func (g *agreeGen) npPorts(legacy bool) string {
+	switch g.r.Intn(5) {
+	case 0:
+		return ""
+	case 1:
+		if legacy {
+			return ", ports: []"
+		}
+	}
+	var ps []string
+	for i := 1 + g.r.Intn(2); i > 0; i-- {
+		switch g.r.Intn(6) {
+		case 0:
+			ps = append(ps, "{port: "+g.pick("80", "443", "8080", "53")+"}")
+		case 1:
+			ps = append(ps, "{port: "+g.pick("http", "metrics")+"}")
+		case 2:
+			ps = append(ps, "{port: dns, protocol: UDP}")
+		case 3:
+			ps = append(ps, "{port: "+g.pick("80", "443")+", endPort: "+g.pick("443", "9090")+"}")
+		case 4:
+			ps = append(ps, "{protocol: "+g.pick("UDP", "SCTP", "TCP")+"}")
+		default:
+			ps = append(ps, "{port: 53, protocol: UDP}")
+		}
+	}
+	return ", ports: [" + strings.Join(ps, ", ") + "]"
+}
+
+func (g *agreeGen) npPeers(field string, legacy bool) string {
+	switch g.r.Intn(5) {
+	case 0:
+		return ""
+	case 1:
+		if legacy {
+			return ", " + field + ": []"
+		}
+	}
+	var ps []string
+	for i := 1 + g.r.Intn(2); i > 0; i-- {
+		switch g.r.Intn(4) {
+		case 0:
+			ps = append(ps, "{podSelector: "+g.podSel()+"}")
+		case 1:
+			ps = append(ps, "{namespaceSelector: "+g.nsSel()+"}")
+		case 2:
+			ps = append(ps, "{namespaceSelector: "+g.nsSel()+", podSelector: "+g.podSel()+"}")
+		default:
+			c, except := g.cidr()
+			ex := ""
+			if len(except) > 0 {
+				ex = ", except: [" + strings.Join(except, ", ") + "]"
+			}
+			ps = append(ps, "{ipBlock: {cidr: "+c+ex+"}}")
+		}
+	}
+	return ", " + field + ": [" + strings.Join(ps, ", ") + "]"
+}
+
+func (g *agreeGen) networkPolicy(i int) {
+	legacy := g.chance(5)
+	apiVersion := "networking.k8s.io/v1"
+	if legacy {
+		apiVersion = "extensions/v1beta1"
+	}
+	types := ""
+	if !legacy {
+		types = ", policyTypes: [" + g.pick("Ingress", "Egress", "Ingress, Egress") + "]"
+		if g.chance(3) {
+			types = "" // defaulted from the rules
+		}
+	}
+	var in, eg []string
+	for k := g.r.Intn(3); k > 0; k-- {
+		in = append(in, "{"+strings.TrimPrefix(g.npPeers("from", legacy)+g.npPorts(legacy), ", ")+"}")
+	}
+	for k := g.r.Intn(3); k > 0; k-- {
+		eg = append(eg, "{"+strings.TrimPrefix(g.npPeers("to", legacy)+g.npPorts(legacy), ", ")+"}")
+	}
+	rules := ""
+	if len(in) > 0 {
+		rules += ", ingress: [" + strings.Join(in, ", ") + "]"
+	}
+	if len(eg) > 0 && !legacy {
+		rules += ", egress: [" + strings.Join(eg, ", ") + "]"
+	}
+	g.doc("{apiVersion: %s, kind: NetworkPolicy, metadata: {name: np%d, namespace: %s}, spec: {podSelector: %s%s%s}}",
+		apiVersion, i, g.pick(g.nss...), g.podSel(), types, rules)
+}
+
+func (g *agreeGen) subject() string {
+	if g.chance(2) {
+		return "{namespaces: " + g.nsSel() + "}"
+	}
+	return "{pods: {namespaceSelector: " + g.nsSel() + ", podSelector: " + g.podSel() + "}}"
+}
+
+// adminPorts writes a v1alpha1 port list; named reports whether it has a
+// named port (which rules out nodes and networks peers).
+func (g *agreeGen) adminPorts() (text string, named bool) {
+	if g.chance(3) {
+		return "", false
+	}
+	var ps []string
+	for i := 1 + g.r.Intn(2); i > 0; i-- {
+		switch g.r.Intn(3) {
+		case 0:
+			ps = append(ps, fmt.Sprintf("{portNumber: {protocol: %s, port: %s}}", g.pick("TCP", "UDP"), g.pick("80", "53", "8080", "443")))
+		case 1:
+			ps = append(ps, "{namedPort: "+g.pick("http", "dns", "metrics")+"}")
+			named = true
+		default:
+			ps = append(ps, fmt.Sprintf("{portRange: {protocol: %s, start: %s, end: %s}}", g.pick("TCP", "UDP", "SCTP"), g.pick("1", "53", "80"), g.pick("443", "8080", "9090")))
+		}
+	}
+	return ", ports: [" + strings.Join(ps, ", ") + "]", named
+}
+
+func (g *agreeGen) v017Peer(egress, podsOnly bool) string {
+	n := 2
+	if egress && !podsOnly {
+		n = 5
+	}
+	switch g.r.Intn(n) {
+	case 0:
+		return "{namespaces: " + g.nsSel() + "}"
+	case 1:
+		return "{pods: {namespaceSelector: " + g.nsSel() + ", podSelector: " + g.podSel() + "}}"
+	case 2:
+		return "{nodes: " + g.selector([][2]string{{"zone", "a"}, {"zone", "b"}}) + "}"
+	case 3:
+		c, _ := g.cidr()
+		c2, _ := g.cidr()
+		return "{networks: [" + c + ", " + c2 + "]}"
+	}
+	return "{domainNames: [example.com, \"*.example.org\"]}"
+}
+
+func (g *agreeGen) adminRules(actions []string, peer func(egress, podsOnly bool) string) string {
+	var out string
+	for _, dir := range []struct {
+		name, peers string
+		egress      bool
+	}{{"ingress", "from", false}, {"egress", "to", true}} {
+		var rules []string
+		for k := g.r.Intn(4); k > 0; k-- {
+			ports, named := g.adminPorts()
+			var peers []string
+			for j := 1 + g.r.Intn(2); j > 0; j-- {
+				peers = append(peers, peer(dir.egress, named))
+			}
+			rules = append(rules, fmt.Sprintf("{action: %s, %s: [%s]%s}", g.pick(actions...), dir.peers, strings.Join(peers, ", "), ports))
+		}
+		if len(rules) > 0 {
+			out += ", " + dir.name + ": [" + strings.Join(rules, ", ") + "]"
+		}
+	}
+	return out
+}
+
+func (g *agreeGen) admin(i int) {
+	g.doc("{apiVersion: policy.networking.k8s.io/v1alpha1, kind: AdminNetworkPolicy, metadata: {name: anp%d}, spec: {priority: %d, subject: %s%s}}",
+		i, g.r.Intn(4), g.subject(), g.adminRules([]string{"Allow", "Deny", "Pass"}, g.v017Peer))
+}
+
+func (g *agreeGen) baseline() {
+	g.doc("{apiVersion: policy.networking.k8s.io/v1alpha1, kind: BaselineAdminNetworkPolicy, metadata: {name: default}, spec: {subject: %s%s}}",
+		g.subject(), g.adminRules([]string{"Allow", "Deny"}, func(egress, podsOnly bool) string {
+			p := g.v017Peer(egress, podsOnly)
+			for strings.HasPrefix(p, "{domainNames") { // not in the BANP API
+				p = g.v017Peer(egress, podsOnly)
+			}
+			return p
+		}))
+}
+
+// kepNamespaces is the KEP-2091 namespaces peer: relative to the subject or
+// by selector.
+func (g *agreeGen) kepNamespaces() string {
+	switch g.r.Intn(6) {
+	case 0, 5:
+		return "{related: " + g.pick("Self", "NotSelf") + "}"
+	case 1:
+		return "{sameLabels: [" + g.pick("tenant", "team", "tenant, env") + "]}"
+	case 2:
+		return "{notSameLabels: [" + g.pick("tenant", "team") + "]}"
+	}
+	return "{namespaceSelector: " + g.nsSel() + "}"
+}
+
+func (g *agreeGen) kepPeer(bool, bool) string {
+	if g.chance(2) {
+		return "{namespaces: " + g.kepNamespaces() + "}"
+	}
+	return "{pods: {namespaces: " + g.kepNamespaces() + ", podSelector: " + g.podSel() + "}}"
+}
+
+func (g *agreeGen) kepAdmin(i int) {
+	g.doc("{apiVersion: policy.networking.k8s.io/v1alpha1, kind: AdminNetworkPolicy, metadata: {name: anp%d}, spec: {priority: %d, subject: %s%s}}",
+		i, g.r.Intn(4), g.subject(), g.adminRules([]string{"Allow", "Deny", "Pass"}, g.kepPeer))
+}
+
+func (g *agreeGen) kepBaseline() {
+	g.doc("{apiVersion: policy.networking.k8s.io/v1alpha1, kind: BaselineAdminNetworkPolicy, metadata: {name: default}, spec: {subject: %s%s}}",
+		g.subject(), g.adminRules([]string{"Allow", "Deny"}, g.kepPeer))
+}
+
+func (g *agreeGen) clusterNetworkPolicy(i int) {
+	var dirs string
+	for _, dir := range []struct {
+		name, peers string
+		egress      bool
+	}{{"ingress", "from", false}, {"egress", "to", true}} {
+		var rules []string
+		for k := g.r.Intn(3); k > 0; k-- {
+			var protos []string
+			named := false
+			if !g.chance(3) {
+				for j := 1 + g.r.Intn(2); j > 0; j-- {
+					switch g.r.Intn(4) {
+					case 0:
+						protos = append(protos, fmt.Sprintf("{%s: {destinationPort: {number: %s}}}", g.pick("tcp", "udp"), g.pick("80", "53", "443")))
+					case 1:
+						protos = append(protos, fmt.Sprintf("{%s: {destinationPort: {range: {start: %s, end: %s}}}}", g.pick("tcp", "udp", "sctp"), g.pick("1", "80"), g.pick("443", "9090")))
+					default:
+						protos = append(protos, "{destinationNamedPort: "+g.pick("http", "dns", "metrics")+"}")
+						named = true
+					}
+				}
+			}
+			var peers []string
+			for j := 1 + g.r.Intn(2); j > 0; j-- {
+				peers = append(peers, g.v017Peer(dir.egress, named))
+			}
+			ps := ""
+			if len(protos) > 0 {
+				ps = ", protocols: [" + strings.Join(protos, ", ") + "]"
+			}
+			rules = append(rules, fmt.Sprintf("{action: %s, %s: [%s]%s}", g.pick("Accept", "Deny", "Pass"), dir.peers, strings.Join(peers, ", "), ps))
+		}
+		if len(rules) > 0 {
+			dirs += ", " + dir.name + ": [" + strings.Join(rules, ", ") + "]"
+		}
+	}
+	g.doc("{apiVersion: policy.networking.k8s.io/v1alpha2, kind: ClusterNetworkPolicy, metadata: {name: cnp%d}, spec: {tier: %s, priority: %d, subject: %s%s}}",
+		i, g.pick("Admin", "Baseline"), g.r.Intn(4), g.subject(), dirs)
+}
+
+// agreeSeeds is how many random clusters TestExplainMatrixAgree checks;
+// -short checks 30. Rare class-key mistakes (a relative peer, a host-network
+// pod on another node) need hundreds of clusters to show.
+const agreeSeeds = 1000
 
 // TestExplainMatrixAgree checks the class-based matrix against one Decide per
 // pair on random clusters: classes must never merge pods that behave apart.
 func TestExplainMatrixAgree(t *testing.T) {
-	ports := []l4.Port{{Proto: l4.TCP, Num: 80}, {Proto: l4.TCP, Num: 8080}, {Proto: l4.UDP, Num: 53}}
-	for seed := int64(1); seed <= 200; seed++ {
-		text := randomCluster(rand.New(rand.NewSource(seed)))
+	seeds := int64(agreeSeeds)
+	if testing.Short() {
+		seeds = 30
+	}
+	var policies, cells, allowed, legacyRuns int
+	for seed := int64(1); seed <= seeds; seed++ {
+		g := &agreeGen{r: rand.New(rand.NewSource(seed))}
+		text := g.cluster()
 		dec := &source.Decoder{}
 		c, diags := state.Build(dec.Decode("random.yaml", []byte(text)), state.Options{})
 		set, more := policy.Normalize(c.Policies)
 		if err := append(append(dec.Diags, diags...), more...).Err(); err != nil {
 			t.Fatalf("seed %d: generator wrote invalid input: %v\n%s", seed, err, text)
 		}
-		e := engine.New(c, set, engine.Options{})
-		m := e.Matrix(c.Pods, c.Pods, ports)
-		for i, s := range c.Pods {
-			for j, d := range c.Pods {
-				for k, p := range ports {
-					src, _ := e.Endpoint(s.Key())
-					dst, _ := e.Endpoint(d.Key())
-					f, err := e.NewFlow(src, dst, l4.PortSpec{Num: p.Num, Proto: p.Proto})
+		if got, want := len(set.Policies()), len(c.Policies); got != want {
+			t.Fatalf("seed %d: %d of %d policies entered the set\n%s", seed, got, want, text)
+		}
+		policies += len(c.Policies)
+		for _, legacy := range []bool{false, true} {
+			if legacy && !g.legacy {
+				continue
+			}
+			if legacy {
+				legacyRuns++
+			}
+			e := engine.New(c, set, engine.Options{LegacyNamespaceIsolation: legacy})
+			m := e.Matrix(c.Pods, c.Pods, agreePorts)
+			var bad []string
+			for i, s := range c.Pods {
+				src, err := e.Endpoint(s.Key())
+				if err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
+				for j, d := range c.Pods {
+					dst, err := e.Endpoint(d.Key())
 					if err != nil {
-						t.Fatal(err)
+						t.Fatalf("seed %d: %v", seed, err)
 					}
-					if want := e.Decide(f).Allowed; m.Allowed(i, j, k) != want {
-						t.Fatalf("seed %d: %s -> %s %s: matrix %v, explain %v\n%s", seed, s.Key(), d.Key(), p, m.Allowed(i, j, k), want, text)
+					for k, p := range agreePorts {
+						cells++
+						f, err := e.NewFlow(src, dst, l4.PortSpec{Num: p.Num, Proto: p.Proto})
+						if err != nil {
+							t.Fatalf("seed %d: %v", seed, err)
+						}
+						v := e.Decide(f)
+						if v.Allowed {
+							allowed++
+						}
+						if got := m.Allowed(i, j, k); got != v.Allowed {
+							var trace strings.Builder
+							engine.WriteTrace(&trace, f, v)
+							bad = append(bad, fmt.Sprintf("%s -> %s %s: matrix %v, Decide %v\n%s", s.Key(), d.Key(), p, got, v.Allowed, trace.String()))
+						}
 					}
 				}
 			}
+			if len(bad) > 0 {
+				if len(bad) > 5 {
+					bad = append(bad[:5], fmt.Sprintf("... and %d more", len(bad)-5))
+				}
+				t.Errorf("seed %d (LegacyNamespaceIsolation %v, classes %d x %d): %d cells disagree:\n%s\ninput:\n%s",
+					seed, legacy, m.SourceClasses, m.DestinationClasses, len(bad), strings.Join(bad, "\n"), text)
+			}
 		}
 	}
+	t.Logf("%d clusters (%d also with legacy isolation), %d policies, %d cells, %d allowed", seeds, legacyRuns, policies, cells, allowed)
 }

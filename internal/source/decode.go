@@ -90,7 +90,7 @@ func (d *Decoder) Decode(file string, data []byte) []Object {
 		if len(docs) == 1 {
 			origin.Doc = 0
 		}
-		js, err := yaml.YAMLToJSON(doc)
+		js, err := d.toJSON(origin, doc)
 		if err != nil {
 			d.report(origin, "", "", "not valid YAML or JSON: %v", err)
 			continue
@@ -102,6 +102,28 @@ func (d *Decoder) Decode(file string, data []byte) []Object {
 		out = append(out, d.decodeObject(origin, js)...)
 	}
 	return out
+}
+
+// toJSON converts one document to JSON. A JSON document is kept as it is, so
+// that the strict decoder can name a duplicate field by its path. YAML goes
+// through the strict converter first only to notice duplicate keys, which the
+// API server accepts with a warning (the last value wins), as we do.
+func (d *Decoder) toJSON(origin diag.Origin, doc []byte) ([]byte, error) {
+	trimmed := bytes.TrimSpace(doc)
+	if len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed) {
+		return trimmed, nil
+	}
+	js, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, err
+	}
+	if _, strictErr := yaml.YAMLToJSONStrict(doc); strictErr != nil {
+		msg := strings.TrimSpace(strings.TrimPrefix(strictErr.Error(), "error converting YAML to JSON:"))
+		msg = strings.Join(strings.Fields(strings.TrimPrefix(msg, "yaml: unmarshal errors:")), " ")
+		d.Diags = append(d.Diags, diag.Diagnostic{Severity: diag.Warning, Origin: origin,
+			Message: "duplicate field: the last value wins (" + msg + ")"})
+	}
+	return js, nil
 }
 
 // splitDocuments splits a YAML stream at "---" lines. A JSON stream of several

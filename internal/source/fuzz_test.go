@@ -1,8 +1,12 @@
 package source_test
 
 import (
+	"bytes"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/netpol/netpol/internal/engine"
@@ -12,43 +16,122 @@ import (
 	"github.com/netpol/netpol/internal/state"
 )
 
-var seeds = []string{
-	"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\nspec: {containers: [{name: c, ports: [{containerPort: 80, name: http}]}]}\n",
-	"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec: {podSelector: {}, ingress: [{from: [{ipBlock: {cidr: 198.18.0.0/16, except: [198.18.1.0/24]}}], ports: [{port: 80, endPort: 90}]}]}\n",
-	"apiVersion: policy.networking.k8s.io/v1alpha1\nkind: AdminNetworkPolicy\nmetadata: {name: a}\nspec: {priority: 3, subject: {namespaces: {}}, egress: [{action: Deny, to: [{networks: [198.18.0.0/15]}], ports: [{portRange: {start: 1, end: 9}}]}]}\n",
-	"apiVersion: policy.networking.k8s.io/v1alpha1\nkind: AdminNetworkPolicy\nmetadata: {name: k}\nspec: {priority: 3, subject: {namespaces: {}}, ingress: [{action: Pass, from: [{namespaces: {sameLabels: [t]}}]}]}\n",
-	"apiVersion: policy.networking.k8s.io/v1alpha2\nkind: ClusterNetworkPolicy\nmetadata: {name: c}\nspec: {tier: Baseline, priority: 1, subject: {namespaces: {}}, ingress: [{action: Accept, from: [{namespaces: {}}], protocols: [{tcp: {destinationPort: {number: 80}}}]}]}\n",
+// fuzzSeeds are small valid manifests of every kind netpol reads, plus a few
+// malformed ones.
+var fuzzSeeds = []string{
+	"apiVersion: v1\nkind: Namespace\nmetadata: {name: x, labels: {team: red}, annotations: {net.beta.kubernetes.io/network-policy: '{\"ingress\": {\"isolation\": \"DefaultDeny\"}}'}}\n",
+	"apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {zone: a}}\nstatus: {addresses: [{type: InternalIP, address: 198.19.255.7}]}\n",
+	"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x, labels: {app: a}}\nspec: {nodeName: n1, containers: [{name: c, ports: [{containerPort: 80, name: http}, {containerPort: 53, name: dns, protocol: UDP}]}]}\nstatus: {podIPs: [{ip: 198.18.0.5}, {ip: \"fd00::5\"}]}\n",
+	"apiVersion: v1\nkind: Pod\nmetadata: {name: h, namespace: x}\nspec: {nodeName: n1, hostNetwork: true, containers: [{name: c}]}\n",
+	"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: x}\nspec: {replicas: 3, selector: {matchLabels: {app: d}}, template: {metadata: {labels: {app: d}}, spec: {containers: [{name: c, ports: [{containerPort: 8080, name: http}]}]}}}\n",
+	"apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s, namespace: x}\nspec: {replicas: 2, selector: {}, template: {spec: {containers: []}}}\n",
+	"apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: ds, namespace: x}\nspec: {selector: {}, template: {spec: {hostNetwork: true, containers: []}}}\n",
+	"apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs, namespace: x}\nspec: {replicas: 1, selector: {}, template: {spec: {containers: []}}}\n",
+	"apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: x}\nspec: {template: {spec: {containers: []}}}\n",
+	"apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: cj, namespace: x}\nspec: {schedule: '* * * * *', jobTemplate: {spec: {template: {spec: {containers: []}}}}}\n",
+	"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec: {podSelector: {}, policyTypes: [Ingress, Egress], ingress: [{from: [{ipBlock: {cidr: 198.18.0.0/16, except: [198.18.1.0/24]}}, {namespaceSelector: {matchExpressions: [{key: team, operator: In, values: [red]}]}, podSelector: {}}], ports: [{port: 80, endPort: 90}, {port: http}]}], egress: [{}]}\n",
+	"apiVersion: extensions/v1beta1\nkind: NetworkPolicy\nmetadata: {name: old, namespace: x}\nspec: {podSelector: {}, ingress: [{from: [], ports: []}]}\n",
+	"apiVersion: policy.networking.k8s.io/v1alpha1\nkind: AdminNetworkPolicy\nmetadata: {name: a}\nspec: {priority: 3, subject: {namespaces: {}}, egress: [{action: Deny, to: [{networks: [198.18.0.0/15]}, {nodes: {matchLabels: {zone: a}}}], ports: [{portRange: {start: 1, end: 9}}]}, {action: Allow, to: [{domainNames: [example.com]}]}]}\n",
+	"apiVersion: policy.networking.k8s.io/v1alpha1\nkind: AdminNetworkPolicy\nmetadata: {name: k}\nspec: {priority: 3, subject: {pods: {namespaceSelector: {}, podSelector: {}}}, ingress: [{action: Pass, from: [{namespaces: {sameLabels: [t]}}, {pods: {namespaces: {related: NotSelf}, podSelector: {}}}], ports: [{namedPort: http}]}]}\n",
+	"apiVersion: policy.networking.k8s.io/v1alpha1\nkind: BaselineAdminNetworkPolicy\nmetadata: {name: default}\nspec: {subject: {namespaces: {}}, ingress: [{action: Deny, from: [{pods: {namespaceSelector: {}, podSelector: {matchLabels: {app: a}}}}]}]}\n",
+	"apiVersion: policy.networking.k8s.io/v1alpha1\nkind: BaselineAdminNetworkPolicy\nmetadata: {name: default}\nspec: {subject: {namespaces: {}}, ingress: [{action: Deny, from: [{namespaces: {notSameLabels: [t]}}]}]}\n",
+	"apiVersion: policy.networking.k8s.io/v1alpha2\nkind: ClusterNetworkPolicy\nmetadata: {name: c}\nspec: {tier: Baseline, priority: 1, subject: {namespaces: {}}, ingress: [{action: Accept, from: [{namespaces: {}}], protocols: [{tcp: {destinationPort: {number: 80}}}, {udp: {destinationPort: {range: {start: 1, end: 99}}}}, {destinationNamedPort: dns}]}]}\n",
+	"apiVersion: policy.networking.k8s.io/v1alpha2\nkind: ClusterNetworkPolicy\nmetadata: {name: c2}\nspec: {tier: Admin, priority: 0, subject: {pods: {namespaceSelector: {}, podSelector: {}}}, egress: [{action: Pass, to: [{networks: [\"fd00::/8\"]}]}]}\n",
 	`{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"replicas": 3, "template": {"spec": {"containers": []}}}}]}`,
+	`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "x"}} {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b", "namespace": "x"}}`,
 	"---\n---\nkind: x\n",
+	"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: y}\n",
+	"apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: List, items: [{}]}]\n",
+}
+
+// exampleSeeds returns every manifest under the repository's examples (if
+// there are any), one seed per file and one per directory.
+func exampleSeeds() [][]byte {
+	var seeds [][]byte
+	perDir := map[string][]byte{}
+	_ = filepath.WalkDir(filepath.Join("..", "..", "examples"), func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return nil
+		}
+		if ext := strings.ToLower(filepath.Ext(path)); ext != ".yaml" && ext != ".yml" && ext != ".json" {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		seeds = append(seeds, data)
+		dir := filepath.Dir(path)
+		perDir[dir] = append(append(perDir[dir], "\n---\n"...), data...)
+		return nil
+	})
+	dirs := make([]string, 0, len(perDir))
+	for d := range perDir {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		seeds = append(seeds, perDir[d])
+	}
+	return seeds
 }
 
 // FuzzDecode feeds arbitrary bytes through the whole pipeline: nothing may
 // panic, and every decoded object must be complete.
 func FuzzDecode(f *testing.F) {
-	for _, s := range seeds {
+	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
 	}
-	if files, _ := filepath.Glob("../../examples/*/*.yaml"); len(files) > 0 {
-		for _, file := range files {
-			if data, err := os.ReadFile(file); err == nil {
-				f.Add(data)
-			}
-		}
+	f.Add([]byte(strings.Join(fuzzSeeds, "\n---\n")))
+	for _, s := range exampleSeeds() {
+		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		dec := &source.Decoder{}
-		objs := dec.Decode("fuzz.yaml", data)
-		for _, o := range objs {
-			if o.Kind == "" || o.Name == "" || o.Value == nil {
-				t.Fatalf("incomplete object %+v", o)
+		// The same bytes under both readings of the admin policies.
+		for _, shape := range []source.ANPShape{source.ShapeAuto, source.ShapeKEP} {
+			dec := &source.Decoder{Options: source.Options{ANPShape: shape}}
+			objs := dec.Decode("fuzz.yaml", bytes.Clone(data))
+			for _, o := range objs {
+				if o.Kind == "" || o.Name == "" || o.Value == nil {
+					t.Fatalf("incomplete object %+v", o)
+				}
 			}
-		}
-		c, _ := state.Build(objs, state.Options{})
-		set, _ := policy.Normalize(c.Policies)
-		e := engine.New(c, set, engine.Options{})
-		if len(c.Pods) >= 2 {
-			m := e.Matrix(c.Pods[:2], c.Pods[:2], []l4.Port{{Proto: l4.TCP, Num: 80}})
-			_ = m.Allowed(0, 1, 0)
+			c, _ := state.Build(objs, state.Options{})
+			set, _ := policy.Normalize(c.Policies)
+			e := engine.New(c, set, engine.Options{LegacyNamespaceIsolation: shape == source.ShapeKEP})
+			_ = e.PriorityOverlaps()
+			if len(c.Pods) == 0 {
+				continue
+			}
+			pods := c.Pods
+			if len(pods) > 2 {
+				pods = pods[:2]
+			}
+			ports := []l4.Port{{Proto: l4.TCP, Num: 80}, {Proto: l4.UDP, Num: 53}}
+			m := e.Matrix(pods, pods, ports)
+			for i, s := range pods {
+				for j, d := range pods {
+					src, err := e.Endpoint(s.Key())
+					if err != nil {
+						continue // a pod without an address
+					}
+					dst, err := e.Endpoint(d.Key())
+					if err != nil {
+						continue
+					}
+					for k, p := range ports {
+						fl, err := e.NewFlow(src, dst, l4.PortSpec{Num: p.Num, Proto: p.Proto})
+						if err != nil {
+							continue
+						}
+						_ = e.Decide(fl)
+						_ = m.Allowed(i, j, k)
+					}
+					if fl, err := e.NewFlow(src, dst, l4.PortSpec{Name: "http"}); err == nil {
+						_ = e.Decide(fl)
+					}
+				}
+			}
 		}
 	})
 }

@@ -1,0 +1,536 @@
+package source_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/netpol/netpol/internal/diag"
+	"github.com/netpol/netpol/internal/source"
+)
+
+// wantObj is what a test expects of one decoded object; Type is the Go type
+// of Value as %T prints it.
+type wantObj struct {
+	Kind, Namespace, Name, Type string
+	Origin                      diag.Origin
+	Unknown                     []string
+}
+
+// wantDiag is one expected finding: its severity, field path and a part of
+// its message.
+type wantDiag struct {
+	Severity diag.Severity
+	Field    string
+	Msg      string
+}
+
+func checkObjects(t *testing.T, got []source.Object, want []wantObj) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("got %d objects, want %d:\n%s", len(got), len(want), objectsText(got))
+		return
+	}
+	for i, w := range want {
+		g := got[i]
+		gotType := fmt.Sprintf("%T", g.Value)
+		if g.Kind != w.Kind || g.Namespace != w.Namespace || g.Name != w.Name || gotType != w.Type || g.Origin != w.Origin {
+			t.Errorf("object %d: got %s %q/%q %s %+v, want %s %q/%q %s %+v", i, g.Kind, g.Namespace, g.Name, gotType, g.Origin,
+				w.Kind, w.Namespace, w.Name, w.Type, w.Origin)
+		}
+		if strings.Join(g.Unknown, ",") != strings.Join(w.Unknown, ",") {
+			t.Errorf("object %d: Unknown = %q, want %q", i, g.Unknown, w.Unknown)
+		}
+	}
+}
+
+func objectsText(objs []source.Object) string {
+	var b strings.Builder
+	for _, o := range objs {
+		fmt.Fprintf(&b, "  %s %T %+v unknown=%q\n", o.Ref(), o.Value, o.Origin, o.Unknown)
+	}
+	return b.String()
+}
+
+// checkDiags wants exactly the findings of want, in order.
+func checkDiags(t *testing.T, got diag.List, want []wantDiag) {
+	t.Helper()
+	ok := len(got) == len(want)
+	for i := 0; ok && i < len(want); i++ {
+		ok = got[i].Severity == want[i].Severity && got[i].Field == want[i].Field && strings.Contains(got[i].Message, want[i].Msg)
+	}
+	if !ok {
+		var b strings.Builder
+		for _, d := range got {
+			fmt.Fprintf(&b, "  %s [field %q]: %s\n", d.Severity, d.Field, d.String())
+		}
+		t.Errorf("got findings:\n%swant %+v", b.String(), want)
+	}
+}
+
+const (
+	typePod       = "*v1.Pod"
+	typeNamespace = "*v1.Namespace"
+	typeNP        = "*v1.NetworkPolicy"
+	typeDeploy    = "*v1.Deployment"
+	typeANP       = "*v1alpha1.AdminNetworkPolicy"
+	typeBANP      = "*v1alpha1.BaselineAdminNetworkPolicy"
+	typeKEPANP    = "*kep.AdminNetworkPolicy"
+	typeKEPBANP   = "*kep.BaselineAdminNetworkPolicy"
+	typeCNP       = "*v1alpha2.ClusterNetworkPolicy"
+)
+
+func TestDecode(t *testing.T) {
+	const file = "in.yaml"
+	at := func(doc, item int) diag.Origin { return diag.Origin{File: file, Doc: doc, Item: item} }
+	anp := func(spec string) string {
+		return "apiVersion: policy.networking.k8s.io/v1alpha1\nkind: AdminNetworkPolicy\nmetadata: {name: a}\nspec: " + spec + "\n"
+	}
+	const (
+		v017Peers  = "{priority: 1, subject: {namespaces: {}}, ingress: [{action: Allow, from: [{namespaces: {matchLabels: {t: x}}}]}]}"
+		kepPeers   = "{priority: 1, subject: {namespaces: {}}, ingress: [{action: Allow, from: [{namespaces: {sameLabels: [tenant]}}]}]}"
+		emptyPeers = "{priority: 1, subject: {namespaces: {}}, ingress: [{action: Allow, from: [{namespaces: {}}]}]}"
+		// pods without namespaceSelector (v0.1.7) or namespaces (KEP): no field tells.
+		podsOnly   = "{priority: 1, subject: {namespaces: {}}, ingress: [{action: Allow, from: [{pods: {podSelector: {}}}]}]}"
+		mixedPeers = "{priority: 1, subject: {namespaces: {}}, ingress: [{action: Allow, from: [{namespaces: {matchLabels: {t: x}}}, {namespaces: {related: Self}}]}]}"
+	)
+	cases := []struct {
+		name  string
+		opts  source.Options
+		in    string
+		objs  []wantObj
+		diags []wantDiag
+	}{
+		{
+			name: "multi-document YAML",
+			in: "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\nspec: {containers: [{name: c}]}\n---\n" +
+				"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec: {podSelector: {}}\n",
+			objs: []wantObj{
+				{Kind: "Namespace", Name: "x", Type: typeNamespace, Origin: at(1, 0)},
+				{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: at(2, 0)},
+				{Kind: "NetworkPolicy", Namespace: "x", Name: "p", Type: typeNP, Origin: at(3, 0)},
+			},
+		},
+		{
+			name: "single YAML document has no document number",
+			in:   "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\n",
+			objs: []wantObj{{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: at(0, 0)}},
+		},
+		{
+			name: "JSON object",
+			in:   `{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "x"}, "spec": {"replicas": 2, "selector": {}, "template": {"spec": {"containers": []}}}}`,
+			objs: []wantObj{{Kind: "Deployment", Namespace: "x", Name: "d", Type: typeDeploy, Origin: at(0, 0)}},
+		},
+		{
+			name: "JSON stream of several objects",
+			in: `{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "x"}}
+  {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b", "namespace": "x"}}`,
+			objs: []wantObj{
+				{Kind: "Namespace", Name: "x", Type: typeNamespace, Origin: at(1, 0)},
+				{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: at(2, 0)},
+				{Kind: "Pod", Namespace: "x", Name: "b", Type: typePod, Origin: at(3, 0)},
+			},
+		},
+		{
+			name: "kind List",
+			in: "apiVersion: v1\nkind: List\nitems:\n" +
+				"- {apiVersion: v1, kind: Namespace, metadata: {name: x}}\n" +
+				"- {apiVersion: v1, kind: Pod, metadata: {name: a, namespace: x}}\n" +
+				"- {apiVersion: networking.k8s.io/v1, kind: NetworkPolicy, metadata: {name: p, namespace: x}, spec: {podSelector: {}}}\n",
+			objs: []wantObj{
+				{Kind: "Namespace", Name: "x", Type: typeNamespace, Origin: at(0, 1)},
+				{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: at(0, 2)},
+				{Kind: "NetworkPolicy", Namespace: "x", Name: "p", Type: typeNP, Origin: at(0, 3)},
+			},
+		},
+		{
+			name: "List in a multi-document stream, bad item keeps its item number",
+			in: "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n---\n" +
+				"apiVersion: v1\nkind: PodList\nitems:\n" +
+				"- {apiVersion: v1, kind: Pod, metadata: {name: a, namespace: x}}\n" +
+				"- {apiVersion: v1, kind: Pod, metadata: {namespace: x}}\n",
+			objs: []wantObj{
+				{Kind: "Namespace", Name: "x", Type: typeNamespace, Origin: at(1, 0)},
+				{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: at(2, 1)},
+			},
+			diags: []wantDiag{{diag.Error, "metadata.name", "Required value"}},
+		},
+		{
+			name: "empty documents are skipped",
+			in: "---\n# only a comment\n---\n\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\n---\nnull\n---\n",
+			objs: []wantObj{{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: at(3, 0)}},
+		},
+		{
+			name: "only empty documents",
+			in:   "---\n---\n# nothing\n",
+		},
+		{
+			name: "unknown kind is a warning",
+			in: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: x}\ndata: {a: b}\n---\n" +
+				"apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\n",
+			objs: []wantObj{{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: at(3, 0)}},
+			diags: []wantDiag{
+				{diag.Warning, "", "does not read this kind"},
+				{diag.Warning, "", "does not read this kind"},
+			},
+		},
+		{
+			name:  "known kind with a wrong apiVersion",
+			in:    "apiVersion: networking.k8s.io/v1beta1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec: {podSelector: {}}\n",
+			diags: []wantDiag{{diag.Error, "apiVersion", `"networking.k8s.io/v1beta1"`}},
+		},
+		{
+			name:  "ClusterNetworkPolicy in v1alpha1",
+			in:    "apiVersion: policy.networking.k8s.io/v1alpha1\nkind: ClusterNetworkPolicy\nmetadata: {name: c}\nspec: {}\n",
+			diags: []wantDiag{{diag.Error, "apiVersion", "policy.networking.k8s.io/v1alpha2"}},
+		},
+		{
+			name:  "AdminNetworkPolicy in v1alpha2",
+			in:    "apiVersion: policy.networking.k8s.io/v1alpha2\nkind: AdminNetworkPolicy\nmetadata: {name: a}\nspec: {}\n",
+			diags: []wantDiag{{diag.Error, "apiVersion", "policy.networking.k8s.io/v1alpha1"}},
+		},
+		{
+			name:  "missing kind",
+			in:    "apiVersion: v1\nmetadata: {name: a, namespace: x}\n",
+			diags: []wantDiag{{diag.Error, "", "kind"}},
+		},
+		{
+			name:  "missing apiVersion",
+			in:    "kind: Pod\nmetadata: {name: a, namespace: x}\n",
+			diags: []wantDiag{{diag.Error, "", "apiVersion"}},
+		},
+		{
+			name:  "missing name",
+			in:    "apiVersion: v1\nkind: Pod\nmetadata: {namespace: x}\n",
+			diags: []wantDiag{{diag.Error, "metadata.name", "Required value"}},
+		},
+		{
+			name:  "not an object",
+			in:    "- a\n- b\n",
+			diags: []wantDiag{{diag.Error, "", "not a Kubernetes object"}},
+		},
+		{
+			name:  "invalid YAML",
+			in:    "apiVersion: v1\nkind: Pod\nmetadata: {name: a\n",
+			diags: []wantDiag{{diag.Error, "", "not valid YAML or JSON"}},
+		},
+		{
+			name: "unknown field is a warning and recorded",
+			in:   "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec: {podSelector: {}, ingress: [{from: [{podSelectr: {}}]}]}\n",
+			objs: []wantObj{{Kind: "NetworkPolicy", Namespace: "x", Name: "p", Type: typeNP, Origin: at(0, 0),
+				Unknown: []string{"spec.ingress[0].from[0].podSelectr"}}},
+			diags: []wantDiag{{diag.Warning, "spec.ingress[0].from[0].podSelectr", "unknown field"}},
+		},
+		{
+			name: "two unknown fields",
+			in:   anp("{priority: 1, subject: {namespaces: {}}, colour: red, ingress: [{action: Allow, from: [{namespaces: {}, tenants: {}}]}]}"),
+			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeANP, Origin: at(0, 0),
+				Unknown: []string{"spec.colour", "spec.ingress[0].from[0].tenants"}}},
+			diags: []wantDiag{
+				{diag.Warning, "spec.colour", "unknown field"},
+				{diag.Warning, "spec.ingress[0].from[0].tenants", "unknown field"},
+			},
+		},
+		{
+			name:  "type error names the field",
+			in:    anp(`{priority: "high", subject: {namespaces: {}}}`),
+			diags: []wantDiag{{diag.Error, "spec.priority", "wrong type: got string, want int32"}},
+		},
+		{
+			name:  "type error deep in a list",
+			in:    "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec: {podSelector: {}, ingress: [{ports: [{endPort: eighty}]}]}\n",
+			diags: []wantDiag{{diag.Error, "spec.ingress.ports.endPort", "wrong type: got string, want int32"}},
+		},
+		{
+			name:  "YAML boolean: unquoted namespace y",
+			in:    "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: y}\n",
+			diags: []wantDiag{{diag.Error, "metadata.namespace", "quote the value"}},
+		},
+		{
+			name:  "YAML boolean: unquoted label value on",
+			in:    "apiVersion: v1\nkind: Namespace\nmetadata: {name: x, labels: {enabled: on}}\n",
+			diags: []wantDiag{{diag.Error, "metadata.labels", "quote the value"}},
+		},
+		{
+			name: "quoted y is a string",
+			in:   "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: \"y\"}\n",
+			objs: []wantObj{{Kind: "Pod", Namespace: "y", Name: "a", Type: typePod, Origin: at(0, 0)}},
+		},
+		{
+			name: "ANP v0.1.7 shape",
+			in:   anp(v017Peers),
+			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeANP, Origin: at(0, 0)}},
+		},
+		{
+			name: "ANP KEP shape",
+			in:   anp(kepPeers),
+			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeKEPANP, Origin: at(0, 0)}},
+		},
+		{
+			name: "ANP KEP shape through pods.namespaces",
+			in:   anp("{priority: 1, subject: {namespaces: {}}, egress: [{action: Deny, to: [{pods: {namespaces: {related: NotSelf}, podSelector: {}}}]}]}"),
+			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeKEPANP, Origin: at(0, 0)}},
+		},
+		{
+			// Since 58953da an empty namespaces peer counts as the released
+			// shape: it is invalid in the KEP shape (exactly one field).
+			name: "ANP with only an empty namespaces peer is v0.1.7",
+			in:   anp(emptyPeers),
+			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeANP, Origin: at(0, 0)}},
+		},
+		{
+			name:  "ANP ambiguous shape reads as v0.1.7 with a warning",
+			in:    anp(podsOnly),
+			objs:  []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeANP, Origin: at(0, 0)}},
+			diags: []wantDiag{{diag.Warning, "spec", "v0.1.7"}},
+		},
+		{
+			name: "ANP ambiguous shape forced to KEP",
+			opts: source.Options{ANPShape: source.ShapeKEP},
+			in:   anp(podsOnly),
+			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeKEPANP, Origin: at(0, 0)}},
+		},
+		{
+			name:  "ANP empty namespaces peer next to a KEP peer is mixed",
+			in:    anp("{priority: 1, subject: {namespaces: {}}, egress: [{action: Deny, to: [{namespaces: {related: Self}}, {namespaces: {}}]}]}"),
+			diags: []wantDiag{{diag.Error, "spec.egress[0].to[1]", "mixes"}},
+		},
+		{
+			name: "ANP without peers is not ambiguous",
+			in:   anp("{priority: 1, subject: {namespaces: {}}}"),
+			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeANP, Origin: at(0, 0)}},
+		},
+		{
+			name:  "ANP mixed shapes",
+			in:    anp(mixedPeers),
+			diags: []wantDiag{{diag.Error, "spec.ingress[0].from[1]", "mixes"}},
+		},
+		{
+			name: "ANP shape forced to KEP",
+			opts: source.Options{ANPShape: source.ShapeKEP},
+			in:   anp(emptyPeers),
+			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeKEPANP, Origin: at(0, 0)}},
+		},
+		{
+			name: "ANP shape forced to KEP: a v0.1.7 field becomes unknown",
+			opts: source.Options{ANPShape: source.ShapeKEP},
+			in:   anp(v017Peers),
+			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeKEPANP, Origin: at(0, 0),
+				Unknown: []string{"spec.ingress[0].from[0].namespaces.matchLabels"}}},
+			diags: []wantDiag{{diag.Warning, "spec.ingress[0].from[0].namespaces.matchLabels", "unknown field"}},
+		},
+		{
+			name: "ANP shape forced to v0.1.7",
+			opts: source.Options{ANPShape: source.ShapeV017},
+			in:   anp(kepPeers),
+			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeANP, Origin: at(0, 0),
+				Unknown: []string{"spec.ingress[0].from[0].namespaces.sameLabels"}}},
+			diags: []wantDiag{{diag.Warning, "spec.ingress[0].from[0].namespaces.sameLabels", "unknown field"}},
+		},
+		{
+			name: "BANP in both shapes",
+			in: "apiVersion: policy.networking.k8s.io/v1alpha1\nkind: BaselineAdminNetworkPolicy\nmetadata: {name: default}\n" +
+				"spec: {subject: {namespaces: {}}, egress: [{action: Deny, to: [{networks: [198.18.0.0/15]}]}]}\n---\n" +
+				"apiVersion: policy.networking.k8s.io/v1alpha1\nkind: BaselineAdminNetworkPolicy\nmetadata: {name: default}\n" +
+				"spec: {subject: {namespaces: {}}, ingress: [{action: Deny, from: [{namespaces: {notSameLabels: [tenant]}}]}]}\n",
+			objs: []wantObj{
+				{Kind: "BaselineAdminNetworkPolicy", Name: "default", Type: typeBANP, Origin: at(1, 0)},
+				{Kind: "BaselineAdminNetworkPolicy", Name: "default", Type: typeKEPBANP, Origin: at(2, 0)},
+			},
+		},
+		{
+			name: "ClusterNetworkPolicy",
+			in: "apiVersion: policy.networking.k8s.io/v1alpha2\nkind: ClusterNetworkPolicy\nmetadata: {name: c}\n" +
+				"spec: {tier: Admin, priority: 3, subject: {namespaces: {}}, ingress: [{action: Accept, from: [{namespaces: {}}], protocols: [{tcp: {destinationPort: {number: 80}}}]}]}\n",
+			objs: []wantObj{{Kind: "ClusterNetworkPolicy", Name: "c", Type: typeCNP, Origin: at(0, 0)}},
+		},
+		{
+			name: "extensions/v1beta1 NetworkPolicy",
+			in:   "apiVersion: extensions/v1beta1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec: {podSelector: {}, ingress: [{from: []}]}\n",
+			objs: []wantObj{{Kind: "NetworkPolicy", Namespace: "x", Name: "p", Type: typeNP, Origin: at(0, 0)}},
+		},
+		{
+			name:  "duplicate field is a warning",
+			in:    "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"a\", \"namespace\": \"x\"}, \"spec\": {\"nodeName\": \"n1\", \"nodeName\": \"n2\"}}",
+			objs:  []wantObj{{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: at(0, 0)}},
+			diags: []wantDiag{{diag.Warning, "spec.nodeName", "duplicate field"}},
+		},
+		{
+			name:  "duplicate YAML key is a warning",
+			in:    "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\nspec:\n  nodeName: n1\n  nodeName: n2\n",
+			objs:  []wantObj{{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: at(0, 0)}},
+			diags: []wantDiag{{diag.Warning, "", `duplicate field: the last value wins (line 6: key "nodeName" already set in map)`}},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dec := &source.Decoder{Options: c.opts}
+			objs := dec.Decode(file, []byte(c.in))
+			checkObjects(t, objs, c.objs)
+			checkDiags(t, dec.Diags, c.diags)
+			for _, d := range dec.Diags {
+				if d.Origin.File != file {
+					t.Errorf("finding %q: origin file %q, want %q", d, d.Origin.File, file)
+				}
+			}
+		})
+	}
+}
+
+// TestDecodeOrigins checks that findings point at the document and item they
+// came from.
+func TestDecodeOrigins(t *testing.T) {
+	in := "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\n---\n" +
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: x}\nspec: {priority: high}\n---\n" +
+		"apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: c, namespace: x}}\n- {apiVersion: v1, kind: Pod, metadata: {name: d, namespace: x}, spec: {nodeNme: n}}\n"
+	dec := &source.Decoder{}
+	objs := dec.Decode("o.yaml", []byte(in))
+	checkObjects(t, objs, []wantObj{
+		{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: diag.Origin{File: "o.yaml", Doc: 1}},
+		{Kind: "Pod", Namespace: "x", Name: "c", Type: typePod, Origin: diag.Origin{File: "o.yaml", Doc: 3, Item: 1}},
+		{Kind: "Pod", Namespace: "x", Name: "d", Type: typePod, Origin: diag.Origin{File: "o.yaml", Doc: 3, Item: 2}, Unknown: []string{"spec.nodeNme"}},
+	})
+	want := []struct {
+		sev    diag.Severity
+		origin diag.Origin
+		object string
+		field  string
+	}{
+		{diag.Error, diag.Origin{File: "o.yaml", Doc: 2}, "Pod x/b", "spec.priority"},
+		{diag.Warning, diag.Origin{File: "o.yaml", Doc: 3, Item: 2}, "Pod x/d", "spec.nodeNme"},
+	}
+	if len(dec.Diags) != len(want) {
+		t.Fatalf("got findings %v, want %d", dec.Diags, len(want))
+	}
+	for i, w := range want {
+		d := dec.Diags[i]
+		if d.Severity != w.sev || d.Origin != w.origin || d.Object != w.object || d.Field != w.field {
+			t.Errorf("finding %d: got %s %+v %q %q, want %s %+v %q %q", i, d.Severity, d.Origin, d.Object, d.Field, w.sev, w.origin, w.object, w.field)
+		}
+	}
+	if got, want := dec.Diags[0].String(), "o.yaml (document 2): Pod x/b: spec.priority: "; !strings.HasPrefix(got, want) {
+		t.Errorf("String() = %q, want prefix %q", got, want)
+	}
+}
+
+func TestParseANPShape(t *testing.T) {
+	cases := []struct {
+		in   string
+		want source.ANPShape
+		err  bool
+	}{
+		{"", source.ShapeAuto, false},
+		{"auto", source.ShapeAuto, false},
+		{"v0.1.7", source.ShapeV017, false},
+		{"kep", source.ShapeKEP, false},
+		{"KEP", "", true},
+		{"v0.2.0", "", true},
+	}
+	for _, c := range cases {
+		got, err := source.ParseANPShape(c.in)
+		if got != c.want || (err != nil) != c.err {
+			t.Errorf("ParseANPShape(%q) = %q, %v; want %q, error %v", c.in, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"b.yaml":               "apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: x}\n",
+		"a.yml":                "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: a2, namespace: x}\n",
+		"sub/deeper/c.json":    `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "c", "namespace": "x"}}`,
+		"sub/d.YAML":           "apiVersion: v1\nkind: Pod\nmetadata: {name: d, namespace: x}\n",
+		"sub/notes.txt":        "apiVersion: v1\nkind: Pod\nmetadata: {name: txt, namespace: x}\n",
+		"sub/README.md":        "# not a manifest\n",
+		"sub/e.yaml.bak":       "apiVersion: v1\nkind: Pod\nmetadata: {name: bak, namespace: x}\n",
+		".hidden/f.yaml":       "apiVersion: v1\nkind: Pod\nmetadata: {name: hidden, namespace: x}\n",
+		"sub/.git/config.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: git, namespace: x}\n",
+		"z.yaml":               "apiVersion: v1\nkind: Pod\nmetadata: {namespace: x}\n", // an error, not an I/O failure
+	}
+	for name, text := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := func(name string, doc int) diag.Origin {
+		return diag.Origin{File: filepath.Join(dir, filepath.FromSlash(name)), Doc: doc}
+	}
+	pod := func(name string, origin diag.Origin) wantObj {
+		return wantObj{Kind: "Pod", Namespace: "x", Name: name, Type: typePod, Origin: origin}
+	}
+
+	t.Run("directory tree", func(t *testing.T) {
+		dec := &source.Decoder{}
+		objs, err := dec.Load([]string{dir}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkObjects(t, objs, []wantObj{
+			pod("a", in("a.yml", 1)),
+			pod("a2", in("a.yml", 2)),
+			pod("b", in("b.yaml", 0)),
+			pod("d", in("sub/d.YAML", 0)), // lexical: "d." sorts before "deeper/"
+			pod("c", in("sub/deeper/c.json", 0)),
+		})
+		checkDiags(t, dec.Diags, []wantDiag{{diag.Error, "metadata.name", "Required value"}})
+		if len(dec.Diags) == 1 && dec.Diags[0].Origin != in("z.yaml", 0) {
+			t.Errorf("error origin %+v, want %+v", dec.Diags[0].Origin, in("z.yaml", 0))
+		}
+	})
+
+	t.Run("files, directories and stdin in argument order", func(t *testing.T) {
+		dec := &source.Decoder{}
+		stdin := strings.NewReader("apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: s, namespace: x}\n")
+		objs, err := dec.Load([]string{filepath.Join(dir, "b.yaml"), "-", filepath.Join(dir, "sub", "deeper")}, stdin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkObjects(t, objs, []wantObj{
+			pod("b", in("b.yaml", 0)),
+			{Kind: "Namespace", Name: "x", Type: typeNamespace, Origin: diag.Origin{File: "-", Doc: 1}},
+			pod("s", diag.Origin{File: "-", Doc: 2}),
+			pod("c", in("sub/deeper/c.json", 0)),
+		})
+		checkDiags(t, dec.Diags, nil)
+	})
+
+	t.Run("a file named explicitly is read whatever its extension", func(t *testing.T) {
+		dec := &source.Decoder{}
+		objs, err := dec.Load([]string{filepath.Join(dir, "sub", "notes.txt")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkObjects(t, objs, []wantObj{pod("txt", in("sub/notes.txt", 0))})
+	})
+
+	t.Run("missing path is an I/O error", func(t *testing.T) {
+		dec := &source.Decoder{}
+		_, err := dec.Load([]string{filepath.Join(dir, "nope.yaml")}, nil)
+		if err == nil || !strings.Contains(err.Error(), "nope.yaml") {
+			t.Errorf("got error %v, want one naming nope.yaml", err)
+		}
+	})
+
+	t.Run("stdin read failure", func(t *testing.T) {
+		dec := &source.Decoder{}
+		_, err := dec.Load([]string{"-"}, failingReader{})
+		if err == nil || !strings.Contains(err.Error(), "stdin") {
+			t.Errorf("got error %v, want one naming stdin", err)
+		}
+	})
+}
+
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, fmt.Errorf("device gone") }
