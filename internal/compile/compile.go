@@ -1,0 +1,277 @@
+package compile
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/policy"
+	"github.com/netpol/netpol/internal/state"
+)
+
+// Node compiles the IR of one node: its pods that policies can select
+// (host-network pods never are).
+func Node(e *engine.Engine, node string) *IR {
+	c := &compiler{e: e, ir: &IR{Node: node}, tables: map[string]*Table{}, sets: map[string]*AddrSet{}, endpoints: map[string]*EndpointSet{}}
+	for _, pod := range e.Cluster().Pods {
+		if pod.Node != node || pod.HostNetwork || len(pod.IPs) == 0 {
+			continue
+		}
+		lp := LocalPod{Pod: pod.Key(), IPs: pod.IPs}
+		lp.Ingress = c.table(pod, policy.Ingress)
+		lp.Egress = c.table(pod, policy.Egress)
+		c.ir.Pods = append(c.ir.Pods, lp)
+	}
+	for _, t := range c.tables {
+		c.ir.Tables = append(c.ir.Tables, t)
+	}
+	for _, s := range c.sets {
+		c.ir.Sets = append(c.ir.Sets, s)
+	}
+	for _, s := range c.endpoints {
+		c.ir.EndpointSets = append(c.ir.EndpointSets, s)
+	}
+	sort.Slice(c.ir.Tables, func(i, j int) bool { return c.ir.Tables[i].Name < c.ir.Tables[j].Name })
+	sort.Slice(c.ir.Sets, func(i, j int) bool { return c.ir.Sets[i].Name < c.ir.Sets[j].Name })
+	sort.Slice(c.ir.EndpointSets, func(i, j int) bool { return c.ir.EndpointSets[i].Name < c.ir.EndpointSets[j].Name })
+	return c.ir
+}
+
+type compiler struct {
+	e         *engine.Engine
+	ir        *IR
+	tables    map[string]*Table // by name (a hash of the content)
+	sets      map[string]*AddrSet
+	endpoints map[string]*EndpointSet
+}
+
+// table compiles one direction of pod and returns the name of its table,
+// shared with every pod whose rules came out the same.
+func (c *compiler) table(pod *state.Pod, dir policy.Direction) string {
+	prog := c.e.Program(pod, dir)
+	if prog.Empty() {
+		return ""
+	}
+	t := &Table{Dir: dir, Default: Accept}
+	for _, ar := range prog.Admin {
+		t.Rules = c.rules(t.Rules, pod, dir, policy.TierAdmin, ar)
+	}
+	if prog.Isolated {
+		for _, ar := range prog.Allow {
+			t.Rules = c.rules(t.Rules, pod, dir, policy.TierNetworkPolicy, ar)
+		}
+		t.Default, t.IsolatedBy = Drop, prog.IsolatedBy
+	} else {
+		for _, ar := range prog.Baseline {
+			t.Rules = c.rules(t.Rules, pod, dir, policy.TierBaseline, ar)
+		}
+	}
+	t.Name = tableName(t)
+	if shared, ok := c.tables[t.Name]; ok {
+		t = shared
+	} else {
+		c.tables[t.Name] = t
+	}
+	t.Pods = append(t.Pods, pod.Key())
+	return t.Name
+}
+
+// rules appends the kernel rules of one policy rule: one per peer (the
+// peers are an OR), and for egress named ports one per peer and name.
+func (c *compiler) rules(out []Rule, pod *state.Pod, dir policy.Direction, tier policy.Tier, ar engine.AppliedRule) []Rule {
+	r := ar.Rule
+	base := Rule{Tier: tier, Action: action(tier, r.Action),
+		From: RuleRef{Tier: tier.String(), Policy: ar.Policy.Ref, Rule: r.Label()}}
+	if !r.AllPorts && len(r.Ports) == 0 {
+		return out // an Allow that fails closed: matches nothing
+	}
+	var ranges []l4.Range
+	var named []policy.PortMatch
+	for _, pm := range r.Ports {
+		switch {
+		case pm.Named == "":
+			ranges = append(ranges, pm.Range)
+		case dir == policy.Ingress:
+			// The destination is the local pod itself.
+			for _, cp := range pod.Ports {
+				if cp.Name == pm.Named && (pm.NamedProto == 0 || pm.NamedProto == cp.Port.Proto) {
+					ranges = append(ranges, l4.Range{Proto: cp.Port.Proto, First: cp.Port.Num, Last: cp.Port.Num})
+				}
+			}
+		default:
+			named = append(named, pm)
+		}
+	}
+	ranges = mergeRanges(ranges)
+	peers := ar.Peers
+	if r.AllPeers {
+		peers = []engine.PeerSet{{}}
+	}
+	for _, peer := range peers {
+		if peer.Kind == policy.PeerDomains {
+			continue // flows are addressed by IP: a domain never matches
+		}
+		if r.AllPorts || len(ranges) > 0 {
+			k := base
+			k.Ports = ranges
+			if peer.Kind != 0 {
+				k.Peer = c.addrSet(peer)
+			}
+			out = append(out, k)
+		}
+		for _, pm := range named {
+			k := base
+			k.Endpoints = c.endpointSet(peer, pm)
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func action(tier policy.Tier, a policy.Action) Action {
+	switch {
+	case a == policy.Allow:
+		return Accept
+	case a == policy.Deny:
+		return Drop
+	case tier == policy.TierBaseline:
+		return EndTier
+	}
+	return Pass
+}
+
+// addrSet returns the name of the set of a peer's addresses, creating it.
+func (c *compiler) addrSet(peer engine.PeerSet) string {
+	name := "a-" + shortHash(peer.Key)
+	if _, ok := c.sets[name]; ok {
+		return name
+	}
+	s := &AddrSet{Name: name, Key: peer.Key}
+	switch peer.Kind {
+	case policy.PeerPods:
+		for _, p := range peer.Pods {
+			for _, ip := range p.IPs {
+				s.Prefixes = append(s.Prefixes, netip.PrefixFrom(ip, ip.BitLen()))
+			}
+		}
+	case policy.PeerNodes:
+		for _, n := range peer.Nodes {
+			for _, ip := range n.IPs {
+				s.Prefixes = append(s.Prefixes, netip.PrefixFrom(ip, ip.BitLen()))
+			}
+		}
+	case policy.PeerIPBlock:
+		s.Prefixes = Subtract(peer.Block.CIDR, peer.Block.Except)
+	}
+	s.Prefixes = Normalize(s.Prefixes)
+	c.sets[name] = s
+	return name
+}
+
+// endpointSet returns the name of the set of (address, protocol, port) of
+// the pods of peer that declare the named port pm.
+func (c *compiler) endpointSet(peer engine.PeerSet, pm policy.PortMatch) string {
+	key := "port " + pm.String() + " of " + peer.Key
+	if peer.Kind == 0 {
+		key = "port " + pm.String() + " of all pods"
+	}
+	name := "e-" + shortHash(key)
+	if _, ok := c.endpoints[name]; ok {
+		return name
+	}
+	s := &EndpointSet{Name: name, Key: key}
+	var pods []*state.Pod
+	switch peer.Kind {
+	case 0:
+		pods = c.e.Cluster().Pods
+	case policy.PeerPods:
+		pods = peer.Pods
+	case policy.PeerIPBlock:
+		for _, p := range c.e.Cluster().Pods {
+			for _, ip := range p.IPs {
+				if peer.Block.Contains(ip) {
+					pods = append(pods, p)
+					break
+				}
+			}
+		}
+	}
+	for _, p := range pods {
+		if p.HostNetwork {
+			continue
+		}
+		for _, cp := range p.Ports {
+			if cp.Name != pm.Named || (pm.NamedProto != 0 && pm.NamedProto != cp.Port.Proto) {
+				continue
+			}
+			for _, ip := range p.IPs {
+				if peer.Kind == policy.PeerIPBlock && !peer.Block.Contains(ip) {
+					continue
+				}
+				s.Elements = append(s.Elements, Endpoint{IP: ip, Port: cp.Port})
+			}
+		}
+	}
+	slices.SortFunc(s.Elements, func(a, b Endpoint) int {
+		if c := a.IP.Compare(b.IP); c != 0 {
+			return c
+		}
+		if a.Port.Proto != b.Port.Proto {
+			return int(a.Port.Proto) - int(b.Port.Proto)
+		}
+		return int(a.Port.Num) - int(b.Port.Num)
+	})
+	s.Elements = slices.Compact(s.Elements)
+	c.endpoints[name] = s
+	return name
+}
+
+// tableName is a hash of everything that makes the table behave as it does,
+// so that equal tables get equal names on every node and every run.
+func tableName(t *Table) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %v\n", t.Dir, t.Default, t.IsolatedBy)
+	for _, r := range t.Rules {
+		fmt.Fprintf(&b, "%s %s %s %s %v %s\n", r.Tier, r.Action, r.Peer, r.Endpoints, r.Ports, r.From)
+	}
+	prefix := "in-"
+	if t.Dir == policy.Egress {
+		prefix = "eg-"
+	}
+	return prefix + shortHash(b.String())
+}
+
+func shortHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:6])
+}
+
+// mergeRanges sorts ranges by protocol and start and joins the ones that
+// overlap or touch, so that interval sets never hold overlapping elements.
+func mergeRanges(rs []l4.Range) []l4.Range {
+	if len(rs) == 0 {
+		return nil
+	}
+	slices.SortFunc(rs, func(a, b l4.Range) int {
+		if a.Proto != b.Proto {
+			return int(a.Proto) - int(b.Proto)
+		}
+		return int(a.First) - int(b.First)
+	})
+	out := rs[:1]
+	for _, r := range rs[1:] {
+		last := &out[len(out)-1]
+		if r.Proto == last.Proto && int(r.First) <= int(last.Last)+1 {
+			last.Last = max(last.Last, r.Last)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}

@@ -1,0 +1,114 @@
+// Package compile turns the engine's decisions for the pods of one node into
+// an intermediate representation that any dataplane can render: per local
+// pod an ordered ingress and an egress rule table (6-tuples with actions and
+// tiers), plus the address and endpoint sets the tables refer to. This is the
+// Configurator of seeds/contiv-vpp-policy-plugin.txt; renderers (nftables,
+// security groups) are the Renderers. It imports engine, policy, state and l4,
+// and nothing that renders.
+package compile
+
+import (
+	"net/netip"
+
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/policy"
+)
+
+// IR is everything one node must enforce.
+type IR struct {
+	Node string `json:"node"`
+	// Pods are the node's pods that policies can select, by name.
+	Pods []LocalPod `json:"pods"`
+	// Tables are the distinct rule tables; pods with equal rules share one.
+	Tables []*Table `json:"tables"`
+	// Sets are the address sets and EndpointSets the endpoint sets that
+	// the tables name, by name.
+	Sets         []*AddrSet     `json:"sets"`
+	EndpointSets []*EndpointSet `json:"endpointSets,omitempty"`
+}
+
+// LocalPod binds a pod's addresses to its tables. An empty table name means
+// no policy applies in that direction: everything is allowed.
+type LocalPod struct {
+	Pod     string       `json:"pod"`
+	IPs     []netip.Addr `json:"ips"`
+	Ingress string       `json:"ingress,omitempty"`
+	Egress  string       `json:"egress,omitempty"`
+}
+
+// Table is the ordered rule list of one direction. Rules are evaluated in
+// order, the first match decides; when none matches, Default decides.
+type Table struct {
+	Name  string           `json:"name"`
+	Dir   policy.Direction `json:"-"`
+	Rules []Rule           `json:"rules"`
+	// Default is Accept, or Drop when a NetworkPolicy isolates the pods.
+	Default    Action       `json:"default"`
+	IsolatedBy []policy.Ref `json:"isolatedBy,omitempty"`
+	Pods       []string     `json:"pods"`
+}
+
+// Action is what a matching rule does to the connection in this direction.
+type Action string
+
+const (
+	// Accept: this direction allows it (the other direction still decides).
+	Accept Action = "accept"
+	// Drop: denied, silently (probes expect a timeout, not a reset).
+	Drop Action = "drop"
+	// Pass: leave the admin tier; the NetworkPolicy tier decides.
+	Pass Action = "pass"
+	// EndTier: leave the baseline tier (a ClusterNetworkPolicy Pass there);
+	// the default allows.
+	EndTier Action = "end-tier"
+)
+
+// Rule is one 6-tuple: the local pod (implied by the table) and the peer
+// address, protocol and destination port range, with an action. A rule
+// matches when its peer and its ports both match.
+type Rule struct {
+	Tier   policy.Tier `json:"-"`
+	Action Action      `json:"action"`
+	// Peer names an AddrSet; empty matches any address.
+	Peer string `json:"peer,omitempty"`
+	// Ports are protocol/port ranges; empty matches any protocol and port.
+	Ports []l4.Range `json:"-"`
+	// Endpoints names an EndpointSet of peer address, protocol and port:
+	// egress named ports, resolved per destination pod. When set, Peer and
+	// Ports are empty.
+	Endpoints string `json:"endpoints,omitempty"`
+	// From says which policy rule this is.
+	From RuleRef `json:"from"`
+}
+
+// RuleRef names the policy rule a kernel rule comes from.
+type RuleRef struct {
+	Tier   string     `json:"tier"`
+	Policy policy.Ref `json:"policy"`
+	Rule   string     `json:"rule"`
+}
+
+func (r RuleRef) String() string { return r.Policy.String() + " " + r.Rule }
+
+// AddrSet is a set of addresses (IPv4 and IPv6 together; renderers split
+// them) standing for one peer selection.
+type AddrSet struct {
+	Name string `json:"name"`
+	// Key describes the selection, for people: "pods ns=x pod=a".
+	Key      string         `json:"key"`
+	Prefixes []netip.Prefix `json:"prefixes"`
+}
+
+// EndpointSet is a set of (address, protocol, port): a named port of the
+// pods of one peer.
+type EndpointSet struct {
+	Name     string     `json:"name"`
+	Key      string     `json:"key"`
+	Elements []Endpoint `json:"elements"`
+}
+
+// Endpoint is an address with a protocol and port.
+type Endpoint struct {
+	IP   netip.Addr `json:"ip"`
+	Port l4.Port    `json:"-"`
+}

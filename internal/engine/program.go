@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"strings"
+
+	"github.com/netpol/netpol/internal/policy"
+	"github.com/netpol/netpol/internal/state"
+)
+
+// Program is one side (ingress or egress) of a pod's decision as ordered
+// data rather than as a verdict: the same tier walk as Decide, with every
+// peer resolved to its members. The compiler turns it into kernel rules, so
+// that the kernel decides exactly what Decide decides.
+type Program struct {
+	// Admin rules in evaluation order; the first match decides, Pass jumps
+	// to the NetworkPolicy tier.
+	Admin []AppliedRule
+	// Isolated: some NetworkPolicy (or, in legacy mode, the namespace)
+	// isolates the pod in this direction. Then Allow (a union) decides and
+	// everything else is denied; Baseline is never reached.
+	Isolated   bool
+	IsolatedBy []policy.Ref
+	Allow      []AppliedRule
+	// Baseline rules in order, reached only when not isolated; Pass ends
+	// the tier (default allow).
+	Baseline []AppliedRule
+}
+
+// Empty reports whether no policy has anything to say: the default allows.
+func (p Program) Empty() bool {
+	return len(p.Admin) == 0 && !p.Isolated && len(p.Baseline) == 0
+}
+
+// AppliedRule is a rule with its peers resolved for one subject pod.
+type AppliedRule struct {
+	Policy *policy.Policy
+	Rule   *policy.Rule
+	Peers  []PeerSet // nil with Rule.AllPeers
+}
+
+// PeerSet is a resolved peer. Key names the selection (not its members):
+// two peers with equal keys always have equal members, so the compiler can
+// share one kernel set between them and update it element by element.
+type PeerSet struct {
+	Key   string
+	Kind  policy.PeerKind
+	Pods  []*state.Pod   // PeerPods: never host-network pods
+	Block policy.IPBlock // PeerIPBlock
+	Nodes []*state.Node  // PeerNodes
+}
+
+// Program returns what decides dir-traffic of pod (a pod that policies can
+// select: not host-network).
+func (e *Engine) Program(pod *state.Pod, dir policy.Direction) Program {
+	var prog Program
+	applicable := e.applicable(pod)
+	legacy := e.opts.LegacyNamespaceIsolation && dir == policy.Ingress
+	if legacy && pod.Namespace.LegacyIngressIsolation {
+		prog.Isolated = true
+		prog.IsolatedBy = append(prog.IsolatedBy, policy.Ref{Kind: policy.KindLegacyNamespaceIsolation, Name: pod.Namespace.Name})
+	}
+	for _, p := range applicable {
+		if p.Tier == policy.TierNetworkPolicy && p.Isolates[dir] && !legacy {
+			prog.Isolated = true
+			prog.IsolatedBy = append(prog.IsolatedBy, p.Ref)
+		}
+	}
+	for _, p := range applicable {
+		for _, r := range p.rules[dir] {
+			switch {
+			case p.Tier == policy.TierAdmin:
+				prog.Admin = append(prog.Admin, e.apply(p, r, pod))
+			case p.Tier == policy.TierNetworkPolicy && prog.Isolated && (p.Isolates[dir] || legacy):
+				prog.Allow = append(prog.Allow, e.apply(p, r, pod))
+			case p.Tier == policy.TierBaseline && !prog.Isolated:
+				prog.Baseline = append(prog.Baseline, e.apply(p, r, pod))
+			}
+		}
+	}
+	return prog
+}
+
+func (e *Engine) apply(p *compiled, r compiledRule, subject *state.Pod) AppliedRule {
+	ar := AppliedRule{Policy: p.Policy, Rule: r.Rule}
+	if r.AllPeers {
+		return ar
+	}
+	for _, peer := range r.peers {
+		ar.Peers = append(ar.Peers, e.resolve(peer, subject))
+	}
+	return ar
+}
+
+// resolve lists a peer's members as seen from subject.
+func (e *Engine) resolve(p compiledPeer, subject *state.Pod) PeerSet {
+	ps := PeerSet{Kind: p.Kind}
+	switch p.Kind {
+	case policy.PeerPods:
+		ns := p.Pods.Namespaces
+		ps.Key = "pods " + namespaceKey(ns, subject)
+		if p.Pods.Pods.Text != "" {
+			ps.Key += " " + p.Pods.Pods.Text
+		}
+		for _, id := range e.ix.podAtoms[p.atom].members {
+			pod := e.c.Pods[id]
+			if ns.Relative() && !ns.Matches(pod.Namespace.Name, pod.Namespace.Labels, subject.Namespace.Name, subject.Namespace.Labels) {
+				continue
+			}
+			ps.Pods = append(ps.Pods, pod)
+		}
+	case policy.PeerIPBlock:
+		ps.Key = "cidr " + p.Block.String()
+		ps.Block = p.Block
+	case policy.PeerNodes:
+		ps.Key = "nodes " + p.Nodes.Text
+		for _, n := range e.c.Nodes {
+			if p.Nodes.Matches(n.Labels) {
+				ps.Nodes = append(ps.Nodes, n)
+			}
+		}
+	case policy.PeerDomains:
+		ps.Key = "domains " + strings.Join(p.Domains, ",")
+	}
+	return ps
+}
+
+// namespaceKey names a namespace selection; relative ones are resolved
+// against the subject, so that subjects of one namespace share the set.
+func namespaceKey(ns policy.NamespaceSelector, subject *state.Pod) string {
+	switch ns.Match {
+	case policy.NamespaceLabels:
+		if ns.Selector.Text == "" {
+			return "ns(all)"
+		}
+		return "ns(" + ns.Selector.Text + ")"
+	case policy.NamespaceName:
+		return "ns=" + ns.Name
+	case policy.NamespaceSelf:
+		return "ns=" + subject.Namespace.Name
+	case policy.NamespaceNotSelf:
+		return "ns!=" + subject.Namespace.Name
+	}
+	var b strings.Builder
+	if ns.Match == policy.NamespaceSameLabels {
+		b.WriteString("ns-same(")
+	} else {
+		b.WriteString("ns-notsame(")
+	}
+	for i, k := range ns.Keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		v, ok := subject.Namespace.Labels[k]
+		b.WriteString(k)
+		if ok {
+			b.WriteString("=" + v)
+		} else {
+			b.WriteString(" absent")
+		}
+	}
+	return b.String() + ")"
+}

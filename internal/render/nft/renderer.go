@@ -1,0 +1,310 @@
+package nft
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"sigs.k8s.io/knftables"
+
+	"github.com/netpol/netpol/internal/compile"
+)
+
+// TableName is the inet table netpol owns.
+const TableName = "netpol"
+
+// Renderer keeps one nftables table equal to the last IR it was given.
+// It remembers what it programmed, so each Sync sends only the difference.
+// Not safe for concurrent use.
+type Renderer struct {
+	nft        knftables.Interface
+	programmed *ruleset // nil until the first successful Sync
+}
+
+// New returns a renderer over nft, which must be bound to family inet and
+// table TableName (knftables.New(knftables.InetFamily, nft.TableName)).
+func New(nft knftables.Interface) *Renderer {
+	return &Renderer{nft: nft}
+}
+
+// Stats describe one transaction.
+type Stats struct {
+	Operations int `json:"operations"`
+	Chains     int `json:"chains"`   // chains written (added or replaced)
+	Elements   int `json:"elements"` // set and map elements added or deleted
+}
+
+// Plan returns the transaction that would bring the kernel to ir, without
+// running it. The first plan of a renderer reconciles with what the kernel
+// holds (netpol's table after a restart), so it reads the kernel.
+func (r *Renderer) Plan(ctx context.Context, ir *compile.IR) (*knftables.Transaction, Stats, error) {
+	want := build(ir)
+	tx := r.nft.NewTransaction()
+	var st Stats
+	if r.programmed == nil {
+		if err := r.reconcile(ctx, tx, want, &st); err != nil {
+			return nil, st, err
+		}
+	} else {
+		diff(tx, r.programmed, want, &st)
+	}
+	st.Operations = tx.NumOperations()
+	return tx, st, nil
+}
+
+// Sync brings the kernel to ir in one transaction: all of it or nothing.
+func (r *Renderer) Sync(ctx context.Context, ir *compile.IR) (Stats, error) {
+	want := build(ir)
+	tx, st, err := r.Plan(ctx, ir)
+	if err != nil {
+		return st, err
+	}
+	if tx.NumOperations() > 0 {
+		if err := r.nft.Run(ctx, tx); err != nil {
+			// The kernel is unchanged; forget what we thought it held so
+			// the next Sync reconciles from what is really there.
+			r.programmed = nil
+			return st, fmt.Errorf("nftables transaction (%d operations): %w", st.Operations, err)
+		}
+	}
+	r.programmed = want
+	return st, nil
+}
+
+// Forget drops the renderer's memory of the kernel: the next Sync reads it.
+func (r *Renderer) Forget() { r.programmed = nil }
+
+// Ruleset returns the full table as one transaction text (what `nft -f`
+// would load), for `netpol compile -o nft`.
+func Ruleset(ir *compile.IR) (string, error) {
+	fake := knftables.NewFake(knftables.InetFamily, TableName)
+	tx := fake.NewTransaction()
+	var st Stats
+	writeAll(tx, build(ir), &st)
+	if err := fake.Run(context.Background(), tx); err != nil {
+		return "", err
+	}
+	return fake.Dump(), nil
+}
+
+// reconcile replaces whatever the kernel holds in netpol's table with want,
+// atomically: the base chains keep existing throughout (so no packet ever
+// sees an open window), stale chains and sets are deleted.
+func (r *Renderer) reconcile(ctx context.Context, tx *knftables.Transaction, want *ruleset, st *Stats) error {
+	have := map[string][]string{}
+	for _, kind := range []string{"chain", "set", "map"} {
+		names, err := r.nft.List(ctx, kind)
+		if err != nil && !knftables.IsNotFound(err) {
+			return fmt.Errorf("listing nftables %ss: %w", kind, err)
+		}
+		have[kind] = names
+	}
+	// Empty everything first so that deletions never meet a reference.
+	tx.Add(&knftables.Table{})
+	for _, name := range have["chain"] {
+		tx.Flush(&knftables.Chain{Name: name})
+	}
+	for _, name := range have["map"] {
+		tx.Flush(&knftables.Map{Name: name})
+	}
+	for _, name := range have["set"] {
+		tx.Flush(&knftables.Set{Name: name})
+	}
+	for _, name := range have["chain"] {
+		if _, ok := want.chains[name]; !ok && !isBase(name) {
+			tx.Delete(&knftables.Chain{Name: name})
+		}
+	}
+	for _, name := range have["map"] {
+		if _, ok := want.maps[name]; !ok {
+			tx.Delete(&knftables.Map{Name: name})
+		}
+	}
+	for _, name := range have["set"] {
+		if _, ok := want.sets[name]; !ok {
+			tx.Delete(&knftables.Set{Name: name})
+		}
+	}
+	writeBase(tx)
+	writeContent(tx, want, st)
+	writeBaseRules(tx)
+	return nil
+}
+
+func isBase(name string) bool { return name == chainForward || name == chainInput }
+
+// writeAll writes a whole table from nothing.
+func writeAll(tx *knftables.Transaction, want *ruleset, st *Stats) {
+	writeBase(tx)
+	writeContent(tx, want, st)
+	writeBaseRules(tx)
+}
+
+// writeBase declares the table and its base chains, emptied: their rules
+// never change, but a restart must not trust what it finds.
+func writeBase(tx *knftables.Transaction) {
+	tx.Add(&knftables.Table{Comment: knftables.PtrTo("netpol: Kubernetes network policy for the pods of this node")})
+	filter, forward, input, prio := knftables.FilterType, knftables.ForwardHook, knftables.InputHook, knftables.FilterPriority
+	accept := knftables.AcceptPolicy
+	for _, c := range []*knftables.Chain{
+		{Name: chainForward, Type: &filter, Hook: &forward, Priority: &prio, Policy: &accept},
+		{Name: chainInput, Type: &filter, Hook: &input, Priority: &prio, Policy: &accept},
+	} {
+		tx.Add(c)
+		tx.Flush(c)
+	}
+}
+
+// writeBaseRules fills the base chains, once the chains they jump to exist.
+func writeBaseRules(tx *knftables.Transaction) {
+	tx.Add(&knftables.Rule{Chain: chainForward, Rule: "ct state established,related accept"})
+	tx.Add(&knftables.Rule{Chain: chainForward, Rule: "jump " + chainEgress})
+	tx.Add(&knftables.Rule{Chain: chainForward, Rule: "jump " + chainIngress})
+	tx.Add(&knftables.Rule{Chain: chainInput, Rule: "ct state established,related accept"})
+	tx.Add(&knftables.Rule{Chain: chainInput, Rule: "jump " + chainEgress,
+		Comment: knftables.PtrTo("pods talking to this node's own addresses")})
+}
+
+// writeContent adds every set, map and chain of want (into a table whose
+// objects are empty or absent). Declarations come first: rules name sets
+// and maps, and map elements jump to chains.
+func writeContent(tx *knftables.Transaction, want *ruleset, st *Stats) {
+	for _, name := range sortedKeys(want.sets) {
+		addContainer(tx, name, want.sets[name], false)
+	}
+	for _, name := range sortedKeys(want.chains) {
+		tx.Add(&knftables.Chain{Name: name})
+	}
+	for _, name := range sortedKeys(want.maps) {
+		addContainer(tx, name, want.maps[name], true)
+	}
+	for _, name := range sortedKeys(want.chains) {
+		writeChain(tx, name, want.chains[name], st)
+	}
+	addElements(tx, want.sets, false, st)
+	addElements(tx, want.maps, true, st)
+}
+
+func addElements(tx *knftables.Transaction, cs map[string]*container, isMap bool, st *Stats) {
+	for _, name := range sortedKeys(cs) {
+		for _, key := range sortedKeys(cs[name].elements) {
+			tx.Add(element(name, isMap, key, cs[name].elements[key]))
+			st.Elements++
+		}
+	}
+}
+
+// diff writes the transaction from have to want. Order matters within the
+// transaction: new sets and chains exist before anything refers to them, and
+// old ones are deleted after the last reference is gone.
+func diff(tx *knftables.Transaction, have, want *ruleset, st *Stats) {
+	for _, name := range sortedKeys(want.sets) {
+		if _, ok := have.sets[name]; !ok {
+			addContainer(tx, name, want.sets[name], false)
+		}
+	}
+	for _, name := range sortedKeys(want.chains) {
+		if _, ok := have.chains[name]; !ok {
+			tx.Add(&knftables.Chain{Name: name})
+		}
+	}
+	for _, name := range sortedKeys(want.chains) {
+		old, ok := have.chains[name]
+		if ok && slices.Equal(old, want.chains[name]) {
+			continue
+		}
+		if ok {
+			tx.Flush(&knftables.Chain{Name: name})
+		}
+		writeChain(tx, name, want.chains[name], st)
+	}
+	diffElements(tx, have.maps, want.maps, true, st)
+	diffElements(tx, have.sets, want.sets, false, st)
+	for _, name := range sortedKeys(have.chains) {
+		if _, ok := want.chains[name]; !ok {
+			tx.Flush(&knftables.Chain{Name: name})
+		}
+	}
+	for _, name := range sortedKeys(have.chains) {
+		if _, ok := want.chains[name]; !ok {
+			tx.Delete(&knftables.Chain{Name: name})
+		}
+	}
+	for _, name := range sortedKeys(have.sets) {
+		if _, ok := want.sets[name]; !ok {
+			tx.Delete(&knftables.Set{Name: name})
+		}
+	}
+}
+
+// diffElements adds and deletes elements of the sets or maps present in both.
+// A map element whose value changed is replaced (deleted, then added).
+func diffElements(tx *knftables.Transaction, have, want map[string]*container, isMap bool, st *Stats) {
+	for _, name := range sortedKeys(want) {
+		old := have[name]
+		if old == nil {
+			old = &container{}
+		}
+		for _, key := range sortedKeys(old.elements) {
+			if v, ok := want[name].elements[key]; !ok || v != old.elements[key] {
+				tx.Delete(element(name, isMap, key, old.elements[key]))
+				st.Elements++
+			}
+		}
+		for _, key := range sortedKeys(want[name].elements) {
+			if v, ok := old.elements[key]; !ok || v != want[name].elements[key] {
+				tx.Add(element(name, isMap, key, want[name].elements[key]))
+				st.Elements++
+			}
+		}
+	}
+}
+
+func writeChain(tx *knftables.Transaction, name string, rules []rule, st *Stats) {
+	st.Chains++
+	for _, r := range rules {
+		kr := &knftables.Rule{Chain: name, Rule: r.text}
+		if r.comment != "" {
+			kr.Comment = knftables.PtrTo(truncate(r.comment, knftables.CommentLengthMax))
+		}
+		tx.Add(kr)
+	}
+}
+
+func addContainer(tx *knftables.Transaction, name string, c *container, isMap bool) {
+	var flags []knftables.SetFlag
+	if c.interval {
+		flags = append(flags, knftables.IntervalFlag)
+	}
+	var comment *string
+	if c.comment != "" {
+		comment = knftables.PtrTo(truncate(c.comment, knftables.CommentLengthMax))
+	}
+	if isMap {
+		tx.Add(&knftables.Map{Name: name, Type: c.typ, Flags: flags, Comment: comment})
+	} else {
+		tx.Add(&knftables.Set{Name: name, Type: c.typ, Flags: flags, Comment: comment})
+	}
+}
+
+func element(container string, isMap bool, key, value string) *knftables.Element {
+	e := &knftables.Element{Key: []string{key}}
+	if isMap {
+		e.Map, e.Value = container, []string{value}
+	} else {
+		e.Set = container
+	}
+	return e
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

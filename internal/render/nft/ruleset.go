@@ -1,0 +1,221 @@
+// Package nft renders a node's IR (package compile) into one nftables table
+// of family inet and keeps the kernel in step with it: every update is one
+// knftables transaction computed as a difference against what is programmed,
+// so a pod joining a selector is one set element, and a policy change touches
+// only the chains of the tables it changed. It imports compile and l4, and
+// knows nothing of Kubernetes or of the policy APIs.
+//
+// Layout of the table:
+//
+//	forward (hook forward): established/related accept; jump egress; jump ingress
+//	input   (hook input):   established/related accept; jump egress
+//	egress:  ip saddr vmap @egress-4   (local pod -> its egress table chain)
+//	ingress: ip daddr vmap @ingress-4  (local pod -> its ingress table chain)
+//	in-<hash>, eg-<hash>: one chain per IR table, shared by its pods;
+//	    "<chain>-np" holds what follows the admin tier when a rule passes.
+//
+// Node-originated traffic (kubelet probes) leaves through the output hook,
+// which netpol does not filter. Accept in a table chain is "return": the
+// other direction still decides. Denied traffic is dropped, never rejected.
+package nft
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/netpol/netpol/internal/compile"
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/policy"
+)
+
+// Names of the fixed objects.
+const (
+	chainForward = "forward"
+	chainInput   = "input"
+	chainEgress  = "egress"
+	chainIngress = "ingress"
+)
+
+// ruleset is the desired content of the table, keyed by object name, in a
+// form that two rulesets can be compared piece by piece.
+type ruleset struct {
+	chains map[string][]rule // non-base chains
+	sets   map[string]*container
+	maps   map[string]*container
+}
+
+type rule struct {
+	text, comment string
+}
+
+// container is a set or a map: its declaration and elements (key -> value;
+// value empty for sets). Keys are the element's fields joined by " . ".
+type container struct {
+	typ      string
+	interval bool
+	elements map[string]string
+	comment  string
+}
+
+func newRuleset() *ruleset {
+	return &ruleset{chains: map[string][]rule{}, sets: map[string]*container{}, maps: map[string]*container{}}
+}
+
+// build computes the ruleset of an IR.
+func build(ir *compile.IR) *ruleset {
+	rs := newRuleset()
+	rs.chains[chainEgress] = []rule{{text: "ip saddr vmap @egress-4"}, {text: "ip6 saddr vmap @egress-6"}}
+	rs.chains[chainIngress] = []rule{{text: "ip daddr vmap @ingress-4"}, {text: "ip6 daddr vmap @ingress-6"}}
+	for _, name := range []string{"egress-4", "ingress-4"} {
+		rs.maps[name] = &container{typ: "ipv4_addr : verdict", elements: map[string]string{}}
+	}
+	for _, name := range []string{"egress-6", "ingress-6"} {
+		rs.maps[name] = &container{typ: "ipv6_addr : verdict", elements: map[string]string{}}
+	}
+	for _, p := range ir.Pods {
+		for _, ip := range p.IPs {
+			fam := family(ip)
+			if p.Ingress != "" {
+				rs.maps["ingress-"+fam].elements[ip.String()] = "jump " + p.Ingress
+			}
+			if p.Egress != "" {
+				rs.maps["egress-"+fam].elements[ip.String()] = "jump " + p.Egress
+			}
+		}
+	}
+	for _, s := range ir.Sets {
+		v4 := &container{typ: "ipv4_addr", interval: true, elements: map[string]string{}, comment: s.Key}
+		v6 := &container{typ: "ipv6_addr", interval: true, elements: map[string]string{}, comment: s.Key}
+		for _, p := range s.Prefixes {
+			c := v4
+			if !p.Addr().Is4() {
+				c = v6
+			}
+			c.elements[prefixString(p)] = ""
+		}
+		rs.sets[s.Name+"-4"], rs.sets[s.Name+"-6"] = v4, v6
+	}
+	for _, s := range ir.EndpointSets {
+		v4 := &container{typ: "ipv4_addr . inet_proto . inet_service", elements: map[string]string{}, comment: s.Key}
+		v6 := &container{typ: "ipv6_addr . inet_proto . inet_service", elements: map[string]string{}, comment: s.Key}
+		for _, e := range s.Elements {
+			c := v4
+			if !e.IP.Is4() {
+				c = v6
+			}
+			c.elements[e.IP.String()+" . "+protoName(e.Port.Proto)+" . "+fmt.Sprint(e.Port.Num)] = ""
+		}
+		rs.sets[s.Name+"-4"], rs.sets[s.Name+"-6"] = v4, v6
+	}
+	for _, t := range ir.Tables {
+		tableChains(rs, t)
+	}
+	return rs
+}
+
+// tableChains writes the chain(s) of one IR table. When an admin rule
+// passes, what follows the admin tier goes to a second chain that the pass
+// jumps to.
+func tableChains(rs *ruleset, t *compile.Table) {
+	name, rest := t.Name, t.Name
+	for _, r := range t.Rules {
+		if r.Action == compile.Pass {
+			rest = t.Name + "-np"
+			break
+		}
+	}
+	for _, r := range t.Rules {
+		chain := name
+		if r.Tier != policy.TierAdmin {
+			chain = rest
+		}
+		rs.chains[chain] = append(rs.chains[chain], ruleTexts(t.Dir, r, rest)...)
+	}
+	if rest != name {
+		rs.chains[name] = append(rs.chains[name], rule{text: "goto " + rest})
+	}
+	if _, ok := rs.chains[rest]; !ok {
+		rs.chains[rest] = nil // an empty chain is a valid jump target
+	}
+	if t.Default == compile.Drop {
+		var refs []string
+		for _, r := range t.IsolatedBy {
+			refs = append(refs, r.String())
+		}
+		rs.chains[rest] = append(rs.chains[rest], rule{text: "drop", comment: "isolated by " + strings.Join(refs, ", ")})
+	}
+}
+
+// ruleTexts renders one IR rule, once per address family that it needs.
+func ruleTexts(dir policy.Direction, r compile.Rule, rest string) []rule {
+	verdict := "return"
+	switch r.Action {
+	case compile.Drop:
+		verdict = "drop"
+	case compile.Pass:
+		verdict = "goto " + rest
+	}
+	comment := r.From.String()
+	addr := "saddr"
+	if dir == policy.Egress {
+		addr = "daddr"
+	}
+	if r.Endpoints != "" {
+		return []rule{
+			{text: fmt.Sprintf("ip %s . meta l4proto . th dport @%s-4 %s", addr, r.Endpoints, verdict), comment: comment},
+			{text: fmt.Sprintf("ip6 %s . meta l4proto . th dport @%s-6 %s", addr, r.Endpoints, verdict), comment: comment},
+		}
+	}
+	ports := portMatch(r.Ports)
+	if r.Peer == "" {
+		return []rule{{text: join(ports, verdict), comment: comment}}
+	}
+	return []rule{
+		{text: join(fmt.Sprintf("ip %s @%s-4", addr, r.Peer), ports, verdict), comment: comment},
+		{text: join(fmt.Sprintf("ip6 %s @%s-6", addr, r.Peer), ports, verdict), comment: comment},
+	}
+}
+
+// portMatch is an anonymous concatenated interval set of protocol and
+// destination port ("" when any port matches).
+func portMatch(rs []l4.Range) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	var els []string
+	for _, r := range rs {
+		p := fmt.Sprint(r.First)
+		if r.Last != r.First {
+			p += "-" + fmt.Sprint(r.Last)
+		}
+		els = append(els, protoName(r.Proto)+" . "+p)
+	}
+	return "meta l4proto . th dport { " + strings.Join(els, ", ") + " }"
+}
+
+func join(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func protoName(p l4.Protocol) string { return strings.ToLower(p.String()) }
+
+func family(ip netip.Addr) string {
+	if ip.Is4() {
+		return "4"
+	}
+	return "6"
+}
+
+func prefixString(p netip.Prefix) string {
+	if p.IsSingleIP() {
+		return p.Addr().String()
+	}
+	return p.String()
+}
