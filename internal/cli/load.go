@@ -9,7 +9,7 @@ import (
 
 	"github.com/netpol/netpol/internal/diag"
 	"github.com/netpol/netpol/internal/engine"
-	"github.com/netpol/netpol/internal/policy"
+	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/state"
 )
@@ -53,22 +53,16 @@ func (f *inputFlags) load(cmd *cobra.Command) (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	diags := dec.Diags
-	cluster, more := state.Build(objects, state.Options{ReplicaCap: f.replicaCap})
-	diags = append(diags, more...)
-	set, more := policy.Normalize(cluster.Policies)
-	diags = append(diags, more...)
-	if err := diags.Err(); err != nil {
+	e, diags, err := pipeline.Build(objects, dec.Diags, pipeline.Options{ReplicaCap: f.replicaCap, LegacyNamespaceIsolation: f.legacy})
+	if err != nil {
 		f.warn(cmd.ErrOrStderr(), diags)
 		return nil, err
 	}
-	e := engine.New(cluster, set, engine.Options{LegacyNamespaceIsolation: f.legacy})
-	diags = append(diags, e.PriorityOverlaps()...)
 	f.warn(cmd.ErrOrStderr(), diags)
 	if took := time.Since(start); took > slowLoad && !f.quiet {
 		st := e.Stats()
 		fmt.Fprintf(cmd.ErrOrStderr(), "netpol: read %d objects (%d pods, %d policies) and resolved %d selectors in %s\n",
-			len(objects), len(cluster.Pods), len(cluster.Policies), st.NamespaceSelectors+st.PodSelectors, took.Round(time.Millisecond))
+			len(objects), len(e.Cluster().Pods), len(e.Cluster().Policies), st.NamespaceSelectors+st.PodSelectors, took.Round(time.Millisecond))
 	}
 	return e, nil
 }

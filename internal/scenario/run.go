@@ -11,7 +11,7 @@ import (
 
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
-	"github.com/netpol/netpol/internal/policy"
+	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/state"
 )
@@ -20,6 +20,20 @@ import (
 type Options struct {
 	ANPShape                 source.ANPShape
 	LegacyNamespaceIsolation bool
+	// AfterStep, when set, is called after each step's expectations are
+	// checked against the engine, with the cluster as it then is: the lab
+	// replays scenarios on real network namespaces this way. An error fails
+	// the step.
+	AfterStep func(StepState) error
+}
+
+// StepState is the cluster after a step.
+type StepState struct {
+	File    string
+	Index   int
+	Name    string
+	Objects []json.RawMessage // every object, in the order first applied
+	Engine  *engine.Engine
 }
 
 // Result is the outcome of one scenario.
@@ -35,6 +49,8 @@ type StepResult struct {
 	Checked    int // flows compared
 	Mismatches []Mismatch
 	Err        error
+
+	engine *engine.Engine
 }
 
 // Mismatch is a flow whose verdict differs from the expectation, with the
@@ -157,6 +173,15 @@ func (s *store) delete(label string, ref ObjectRef) error {
 	return nil
 }
 
+// all returns the objects in the order first applied.
+func (s *store) all() []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(s.keys))
+	for _, k := range s.keys {
+		out = append(out, s.objects[k].raw)
+	}
+	return out
+}
+
 // engine builds an engine over the current objects.
 func (s *store) engine(opts Options) (*engine.Engine, error) {
 	dec := &source.Decoder{Options: source.Options{ANPShape: opts.ANPShape}}
@@ -165,13 +190,8 @@ func (s *store) engine(opts Options) (*engine.Engine, error) {
 		o := s.objects[k]
 		objs = append(objs, dec.Decode(o.label, o.raw)...)
 	}
-	cluster, diags := state.Build(objs, state.Options{})
-	set, more := policy.Normalize(cluster.Policies)
-	diags = append(append(dec.Diags, diags...), more...)
-	if err := diags.Err(); err != nil {
-		return nil, err
-	}
-	return engine.New(cluster, set, engine.Options{LegacyNamespaceIsolation: opts.LegacyNamespaceIsolation}), nil
+	e, _, err := pipeline.Build(objs, dec.Diags, pipeline.Options{LegacyNamespaceIsolation: opts.LegacyNamespaceIsolation})
+	return e, err
 }
 
 // Run runs every step of s in order.
@@ -209,6 +229,9 @@ func Run(s *Scenario, opts Options) Result {
 			sr.Name = fmt.Sprintf("step %d", i+1)
 		}
 		sr.Err = runStep(st, s.File, i, step, opts, &sr)
+		if sr.Err == nil && opts.AfterStep != nil {
+			sr.Err = opts.AfterStep(StepState{File: s.File, Index: i, Name: sr.Name, Objects: st.all(), Engine: sr.engine})
+		}
 		res.Steps = append(res.Steps, sr)
 		if sr.Err != nil {
 			break // later steps build on this one
@@ -232,6 +255,7 @@ func runStep(st *store, file string, i int, step Step, opts Options, sr *StepRes
 	if err != nil {
 		return err
 	}
+	sr.engine = e
 	var pods []*state.Pod
 	for _, p := range e.Cluster().Pods {
 		if !p.HostNetwork {

@@ -1,6 +1,8 @@
 package source
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -66,4 +68,42 @@ func expand(p string) ([]string, error) {
 	})
 	sort.Strings(files)
 	return files, err
+}
+
+// File is the content of one manifest file.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// ReadFiles reads the manifest files under paths (no stdin), in the order
+// Load reads them. A watcher reads first and decodes only what changed.
+func ReadFiles(paths []string) ([]File, error) {
+	var out []File
+	for _, p := range paths {
+		files, err := expand(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, File{Name: f, Data: data})
+		}
+	}
+	return out, nil
+}
+
+// Fingerprint identifies an input: equal names and contents give equal
+// fingerprints, so a watcher and whoever writes the files can agree on which
+// input was applied.
+func Fingerprint(files []File) string {
+	h := sha256.New()
+	for _, f := range files {
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.Base(f.Name), len(f.Data))
+		h.Write(f.Data)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
 }

@@ -1,0 +1,220 @@
+// Package agent is the node agent's control loop: it watches the input,
+// rebuilds the engine when the input changes, compiles the node's IR and
+// has the nftables renderer apply the difference in one transaction, then
+// cuts the conntrack entries of connections that are now denied (the
+// v1beta1 proposal asks that a policy change stop existing connections).
+// It is level-triggered and idempotent, like a Kubernetes controller: every
+// pass computes the whole desired state and the renderer sends only what
+// differs. It is a front end: it imports the pipeline, compile, render and
+// the dataplane, and nothing imports it but cli.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/netpol/netpol/internal/compile"
+	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/pipeline"
+	"github.com/netpol/netpol/internal/render/nft"
+	"github.com/netpol/netpol/internal/source"
+)
+
+// Config of an agent.
+type Config struct {
+	Node     string
+	Source   []string      // manifest files and directories
+	Interval time.Duration // how often the source is looked at
+	// Status, when set, is a file rewritten after every pass with the
+	// fingerprint of the input that is programmed (see Status).
+	Status   string
+	Decoder  source.Options
+	Pipeline pipeline.Options
+	// DryRun prints each transaction to Log instead of running it.
+	DryRun bool
+	// Conntrack cuts connections; nil leaves conntrack alone.
+	Conntrack Conntrack
+}
+
+// Conntrack lists and deletes connection tracking entries.
+type Conntrack interface {
+	// Cut deletes the entries of connections for which keep reports false
+	// and returns how many it deleted.
+	Cut(keep func(src, dst netip.Addr, port l4.Port) bool) (int, error)
+}
+
+// Status is what the agent last did, as written to Config.Status.
+type Status struct {
+	Node string `json:"node"`
+	// Input is the fingerprint of the input last read; Programmed is the
+	// fingerprint of the input the kernel now enforces (they differ when the
+	// input is invalid or the kernel refused the transaction).
+	Input      string      `json:"input"`
+	Programmed string      `json:"programmed"`
+	Error      string      `json:"error,omitempty"`
+	Stats      nft.Stats   `json:"stats"`
+	Cut        int         `json:"conntrackCut"`
+	Pods       int         `json:"localPods"`
+	Tables     int         `json:"tables"`
+	Time       time.Time   `json:"time"`
+	Took       string      `json:"took"`
+	IR         *compile.IR `json:"-"`
+}
+
+// Agent runs the loop for one node.
+type Agent struct {
+	cfg      Config
+	renderer *nft.Renderer
+	status   Status
+	badInput string // fingerprint of an input that failed validation
+	logTx    func(string)
+}
+
+// New returns an agent that programs through renderer. logTx receives the
+// text of each transaction in dry-run mode.
+func New(cfg Config, renderer *nft.Renderer, logTx func(string)) *Agent {
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	return &Agent{cfg: cfg, renderer: renderer, status: Status{Node: cfg.Node}, logTx: logTx}
+}
+
+// Run loops until ctx is done. A failed pass is retried on the next tick;
+// the kernel keeps the last rules that were programmed.
+func (a *Agent) Run(ctx context.Context) error {
+	tick := time.NewTicker(a.cfg.Interval)
+	defer tick.Stop()
+	for {
+		if err := a.Pass(ctx); err != nil {
+			klog.ErrorS(err, "Sync failed; the last programmed rules stay in place", "node", a.cfg.Node)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// Pass reads the input and, if it changed since the last good pass,
+// programs it.
+func (a *Agent) Pass(ctx context.Context) error {
+	files, err := source.ReadFiles(a.cfg.Source)
+	if err != nil {
+		return a.fail(err)
+	}
+	fp := source.Fingerprint(files)
+	if fp == a.status.Programmed && a.status.Error == "" || fp == a.badInput {
+		return nil // programmed already, or known to be invalid
+	}
+	start := time.Now()
+	a.status.Input = fp
+	dec := &source.Decoder{Options: a.cfg.Decoder}
+	var objects []source.Object
+	for _, f := range files {
+		objects = append(objects, dec.Decode(f.Name, f.Data)...)
+	}
+	e, diags, err := pipeline.Build(objects, dec.Diags, a.cfg.Pipeline)
+	for _, d := range diags.Warnings() {
+		klog.InfoS("Input warning", "finding", d.String())
+	}
+	if err != nil {
+		a.badInput = fp
+		return a.fail(fmt.Errorf("input %s not programmed: %w", fp, err))
+	}
+	ir := compile.Node(e, a.cfg.Node)
+	if a.cfg.DryRun {
+		tx, st, err := a.renderer.Plan(ctx, ir)
+		if err != nil {
+			return a.fail(err)
+		}
+		a.logTx(tx.String())
+		a.status.Stats = st
+		a.renderer.Forget() // nothing was applied: plan from the kernel again
+	} else {
+		st, err := a.renderer.Sync(ctx, ir)
+		if err != nil {
+			return a.fail(err)
+		}
+		a.status.Stats = st
+	}
+	a.status.Cut = 0
+	if a.cfg.Conntrack != nil && !a.cfg.DryRun {
+		local := map[string]bool{}
+		for _, p := range ir.Pods {
+			local[p.Pod] = true
+		}
+		n, err := a.cfg.Conntrack.Cut(func(src, dst netip.Addr, port l4.Port) bool {
+			f := engine.Flow{Src: endpoint(e, src), Dst: endpoint(e, dst), Port: port}
+			if !isLocal(f.Src, local) && !isLocal(f.Dst, local) {
+				return true // not ours to judge
+			}
+			return e.Allowed(f)
+		})
+		if err != nil {
+			klog.ErrorS(err, "Cutting denied connections failed", "node", a.cfg.Node)
+		}
+		a.status.Cut = n
+	}
+	a.status.Programmed, a.status.Error = fp, ""
+	a.status.Pods, a.status.Tables, a.status.IR = len(ir.Pods), len(ir.Tables), ir
+	a.status.Time, a.status.Took = time.Now(), time.Since(start).Round(time.Microsecond).String()
+	klog.InfoS("Programmed", "node", a.cfg.Node, "input", fp, "pods", len(ir.Pods), "tables", len(ir.Tables),
+		"operations", a.status.Stats.Operations, "conntrackCut", a.status.Cut, "took", a.status.Took)
+	return a.writeStatus()
+}
+
+func endpoint(e *engine.Engine, ip netip.Addr) engine.Endpoint {
+	c := e.Cluster()
+	return engine.Endpoint{IP: ip, Pod: c.PodByIP(ip), Node: c.NodeByIP(ip)}
+}
+
+func isLocal(ep engine.Endpoint, local map[string]bool) bool {
+	return ep.Pod != nil && local[ep.Pod.Key()]
+}
+
+// Status returns the state of the last pass.
+func (a *Agent) Status() Status { return a.status }
+
+func (a *Agent) fail(err error) error {
+	a.status.Error = err.Error()
+	a.status.Time = time.Now()
+	if werr := a.writeStatus(); werr != nil {
+		klog.ErrorS(werr, "Writing status")
+	}
+	return err
+}
+
+// writeStatus replaces the status file atomically: readers never see half.
+func (a *Agent) writeStatus() error {
+	if a.cfg.Status == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(a.status, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := a.cfg.Status + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Clean(a.cfg.Status))
+}
+
+// ReadStatus reads a status file.
+func ReadStatus(path string) (Status, error) {
+	var s Status
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return s, err
+	}
+	return s, json.Unmarshal(data, &s)
+}

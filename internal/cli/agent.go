@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/knftables"
+
+	"github.com/netpol/netpol/internal/agent"
+	"github.com/netpol/netpol/internal/dataplane"
+	"github.com/netpol/netpol/internal/render/nft"
+	"github.com/netpol/netpol/internal/source"
+)
+
+func newAgent() *cobra.Command {
+	var cfg agent.Config
+	var sources []string
+	var anpShape string
+	var once bool
+	cmd := &cobra.Command{
+		Use:   "agent --node NAME --source DIR",
+		Short: "Enforce the policies for the pods of one node with nftables",
+		Long: `agent programs the kernel of one node: it reads the manifests under --source,
+compiles what the node's pods must enforce (see netpol compile) and loads it
+into the nftables table "inet netpol" in one transaction. Then it watches the
+source: on every change it sends only the difference (a pod joining a
+selector is one set element; a changed policy rewrites only its chains), and
+deletes the conntrack entries of connections that are now denied, so that
+existing connections are cut as well as new ones refused.
+
+On start it takes over whatever "inet netpol" holds (after a restart or a
+crash) in the same single transaction: there is no moment without rules and
+no stale rule is left. When the input is invalid or the kernel refuses the
+transaction, the rules last programmed stay in place and the error is logged
+and written to --status.
+
+Needs root (CAP_NET_ADMIN) and the nft binary; --dry-run needs neither
+netlink nor write access: it prints each transaction instead.`,
+		Example: `  netpol agent --node node-1 --source /etc/netpol/manifests
+  NODE_NAME=node-1 netpol agent --source manifests/ --status /run/netpol/status.json
+  netpol agent --node node-1 --source examples/tenants --dry-run --once`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Node == "" {
+				cfg.Node = os.Getenv("NODE_NAME")
+			}
+			if cfg.Node == "" {
+				return usageError{fmt.Errorf("--node is required (or set NODE_NAME)")}
+			}
+			if len(sources) == 0 {
+				return usageError{fmt.Errorf("--source is required")}
+			}
+			shape, err := source.ParseANPShape(anpShape)
+			if err != nil {
+				return usageError{err}
+			}
+			cfg.Source, cfg.Decoder = sources, source.Options{ANPShape: shape}
+			var iface knftables.Interface
+			if cfg.DryRun {
+				iface = knftables.NewFake(knftables.InetFamily, nft.TableName)
+			} else {
+				if iface, err = knftables.New(knftables.InetFamily, nft.TableName); err != nil {
+					return fmt.Errorf("nftables is not usable here: %w", err)
+				}
+				cfg.Conntrack = dataplane.Conntrack{}
+			}
+			out := cmd.OutOrStdout()
+			a := agent.New(cfg, nft.New(iface), func(tx string) { fmt.Fprint(out, tx) })
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if once {
+				return a.Pass(ctx)
+			}
+			return a.Run(ctx)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&cfg.Node, "node", "", "the node whose pods to program (default: $NODE_NAME)")
+	fl.StringSliceVar(&sources, "source", nil, "manifest files or directories to watch; repeatable")
+	fl.DurationVar(&cfg.Interval, "interval", 500*time.Millisecond, "how often to look at the source for changes")
+	fl.StringVar(&cfg.Status, "status", "", "file to rewrite with the agent's status (JSON) after every pass")
+	fl.BoolVar(&cfg.DryRun, "dry-run", false, "print each nftables transaction instead of applying it")
+	fl.BoolVar(&once, "once", false, "program once and exit (exit 1 if that failed)")
+	fl.StringVar(&anpShape, "anp-shape", "auto", "AdminNetworkPolicy peer shape: auto, v0.1.7 or kep")
+	fl.BoolVar(&cfg.Pipeline.LegacyNamespaceIsolation, "legacy-namespace-isolation", false, "honour the v1beta1 namespace DefaultDeny annotation for ingress")
+	fl.IntVar(&cfg.Pipeline.ReplicaCap, "replica-cap", 0, "most pods modelled per workload (default 10)")
+	return cmd
+}
