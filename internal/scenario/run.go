@@ -34,6 +34,7 @@ type StepState struct {
 	Name    string
 	Objects []json.RawMessage // every object, in the order first applied
 	Engine  *engine.Engine
+	Ports   []l4.Port // the ports the step's expectations name
 }
 
 // Result is the outcome of one scenario.
@@ -51,6 +52,7 @@ type StepResult struct {
 	Err        error
 
 	engine *engine.Engine
+	ports  []l4.Port
 }
 
 // Mismatch is a flow whose verdict differs from the expectation, with the
@@ -230,7 +232,7 @@ func Run(s *Scenario, opts Options) Result {
 		}
 		sr.Err = runStep(st, s.File, i, step, opts, &sr)
 		if sr.Err == nil && opts.AfterStep != nil {
-			sr.Err = opts.AfterStep(StepState{File: s.File, Index: i, Name: sr.Name, Objects: st.all(), Engine: sr.engine})
+			sr.Err = opts.AfterStep(StepState{File: s.File, Index: i, Name: sr.Name, Objects: st.all(), Engine: sr.engine, Ports: sr.ports})
 		}
 		res.Steps = append(res.Steps, sr)
 		if sr.Err != nil {
@@ -264,6 +266,7 @@ func runStep(st *store, file string, i int, step Step, opts Options, sr *StepRes
 	}
 	for _, exp := range step.Expect {
 		ports, _ := parsePorts(exp.Ports)
+		sr.ports = append(sr.ports, ports...)
 		want := expected(exp, pods)
 		m := e.Matrix(pods, pods, ports)
 		for a, src := range pods {
@@ -299,6 +302,7 @@ func runStep(st *store, file string, i int, step Step, opts Options, sr *StepRes
 		if err != nil {
 			return fmt.Errorf("%s steps[%d].flows[%d]: %w", file, i, j, err)
 		}
+		sr.ports = append(sr.ports, flow.Port)
 		sr.Checked++
 		if v := e.Decide(flow); v.Allowed != f.Allowed {
 			sr.Mismatches = append(sr.Mismatches, Mismatch{From: f.From, To: f.To, Port: flow.Port, Expected: f.Allowed, Flow: flow, Verdict: v})

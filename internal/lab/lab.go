@@ -1,0 +1,395 @@
+// Package lab builds a cluster out of network namespaces on one machine and
+// checks the agent's enforcement with real packets. Nodes are namespaces
+// joined by a bridge in a "fabric" namespace; pods are namespaces behind a
+// veth to their node, with a /32 address, a default route via 169.254.1.1
+// and a /32 route on the node (remote pods are routed via their node). Every
+// pod serves its declared TCP and UDP ports; one real agent process runs in
+// each node namespace. Addresses come from the cluster (198.18.0.0/15 for
+// pods, 198.19.255.0/24 for nodes) and nothing else is ever addressed.
+//
+// Every namespace is named netpol-<lab>-..., so that `lab down` finds what a
+// crashed run left. The lab is a front end: it imports engine, source and
+// agent (for the status the agents write), and nothing imports it but cli.
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/netpol/netpol/internal/agent"
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/source"
+	"github.com/netpol/netpol/internal/state"
+)
+
+// RunDir holds the state of every lab.
+const RunDir = "/run/netpol-lab"
+
+// gateway is the pods' next hop: every node-side veth holds it, so a pod's
+// ARP for it is answered by its node.
+const gateway = "169.254.1.1"
+
+// Lab is a lab as built, saved as lab.json in its directory.
+type Lab struct {
+	Name  string `json:"name"`
+	Dir   string `json:"dir"`
+	Nodes []Node `json:"nodes"`
+	Pods  []Pod  `json:"pods"`
+	// AgentArgs are extra flags for every agent (evaluation options).
+	AgentArgs []string `json:"agentArgs,omitempty"`
+	// PIDs of the agents, by node index, for down.
+	PIDs []int `json:"pids"`
+}
+
+// Node is a node namespace.
+type Node struct {
+	Name      string     `json:"name"`
+	Namespace string     `json:"namespace"`
+	IP        netip.Addr `json:"ip"`
+}
+
+// Pod is a pod namespace.
+type Pod struct {
+	Key       string     `json:"pod"`
+	Namespace string     `json:"namespace"`
+	Node      string     `json:"node"`
+	IP        netip.Addr `json:"ip"`
+	Ports     []l4.Port  `json:"-"`
+	PortText  []string   `json:"ports"`
+}
+
+// ManifestDir is where the agents read the lab's manifests.
+func (l *Lab) ManifestDir() string { return filepath.Join(l.Dir, "manifests") }
+
+func (l *Lab) statusFile(node string) string { return filepath.Join(l.Dir, node+".status.json") }
+
+// Plan lays out a lab for a cluster: its nodes (the nodes pods are on) and
+// its pods that have an IPv4 address and are not host-network (those are
+// the node itself; the lab does not model them).
+func Plan(name string, c *state.Cluster) (*Lab, error) {
+	if name == "" || len(name) > 8 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
+		return nil, fmt.Errorf("lab name %q: want 1-8 lowercase letters or digits", name)
+	}
+	l := &Lab{Name: name, Dir: filepath.Join(RunDir, name)}
+	used := map[string]bool{}
+	for _, p := range c.Pods {
+		if p.HostNetwork {
+			continue
+		}
+		if p.Node == "" {
+			return nil, fmt.Errorf("pod %s is on no node: declare Node objects (lab up --nodes N adds them)", p.Key())
+		}
+		ip, ok := p.IP(netip.Addr{})
+		if !ok || !ip.Is4() {
+			continue
+		}
+		if !netip.MustParsePrefix("198.18.0.0/15").Contains(ip) {
+			return nil, fmt.Errorf("pod %s has address %s: the lab only uses 198.18.0.0/15", p.Key(), ip)
+		}
+		pod := Pod{Key: p.Key(), Namespace: fmt.Sprintf("netpol-%s-p%d", name, len(l.Pods)), Node: p.Node, IP: ip}
+		for _, cp := range p.Ports {
+			if cp.Port.Proto == l4.TCP || cp.Port.Proto == l4.UDP { // no SCTP sockets here
+				pod.Ports = append(pod.Ports, cp.Port)
+				pod.PortText = append(pod.PortText, cp.Port.String())
+			}
+		}
+		l.Pods = append(l.Pods, pod)
+		used[p.Node] = true
+	}
+	for _, n := range c.Nodes {
+		if !used[n.Name] {
+			continue
+		}
+		var ip netip.Addr
+		for _, a := range n.IPs {
+			if a.Is4() {
+				ip = a
+				break
+			}
+		}
+		if !netip.MustParsePrefix("198.19.255.0/24").Contains(ip) {
+			return nil, fmt.Errorf("node %s has address %s: the lab only uses 198.19.255.0/24 for nodes", n.Name, ip)
+		}
+		l.Nodes = append(l.Nodes, Node{Name: n.Name, Namespace: fmt.Sprintf("netpol-%s-n%d", name, len(l.Nodes)), IP: ip})
+	}
+	return l, nil
+}
+
+// Up builds the namespaces and links, writes manifests for the agents and
+// starts one agent per node (exe is the netpol binary). Progress goes to w.
+// On failure everything built so far is removed.
+func (l *Lab) Up(exe string, manifests []byte, w io.Writer) (err error) {
+	if names, _ := namespaces("netpol-" + l.Name + "-"); len(names) > 0 {
+		return fmt.Errorf("lab %s exists (%d namespaces): run `netpol lab down --name %s` first", l.Name, len(names), l.Name)
+	}
+	defer func() {
+		if err != nil {
+			_ = l.Down()
+		}
+	}()
+	if err := os.MkdirAll(l.ManifestDir(), 0o755); err != nil {
+		return err
+	}
+	if err := l.WriteManifests(manifests); err != nil {
+		return err
+	}
+	fabric := "netpol-" + l.Name + "-fabric"
+	steps := [][]string{{"netns", "add", fabric}, {"-n", fabric, "link", "add", "br0", "type", "bridge"},
+		{"-n", fabric, "link", "set", "br0", "up"}}
+	for _, s := range steps {
+		if err := ip(s...); err != nil {
+			return err
+		}
+	}
+	for i, n := range l.Nodes {
+		fmt.Fprintf(w, "node %s (%s) %s\n", n.Name, n.IP, n.Namespace)
+		fab := "n" + strconv.Itoa(i)
+		cmds := [][]string{
+			{"netns", "add", n.Namespace},
+			{"-n", n.Namespace, "link", "set", "lo", "up"},
+			{"-n", n.Namespace, "link", "add", "fab", "type", "veth", "peer", "name", fab, "netns", fabric},
+			{"-n", fabric, "link", "set", fab, "master", "br0", "up"},
+			{"-n", n.Namespace, "addr", "add", n.IP.String() + "/32", "dev", "fab"},
+			{"-n", n.Namespace, "link", "set", "fab", "up"},
+		}
+		for _, c := range cmds {
+			if err := ip(c...); err != nil {
+				return err
+			}
+		}
+		for _, kv := range [][2]string{{"net.ipv4.ip_forward", "1"}, {"net.ipv4.conf.all.rp_filter", "0"}, {"net.ipv4.conf.default.rp_filter", "0"}} {
+			if err := sysctl(n.Namespace, kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+	}
+	nodeByName := map[string]Node{}
+	for _, n := range l.Nodes {
+		nodeByName[n.Name] = n
+	}
+	for i, p := range l.Pods {
+		fmt.Fprintf(w, "pod %s (%s) on %s\n", p.Key, p.IP, p.Node)
+		n := nodeByName[p.Node]
+		veth := "p" + strconv.Itoa(i)
+		cmds := [][]string{
+			{"netns", "add", p.Namespace},
+			{"-n", p.Namespace, "link", "set", "lo", "up"},
+			{"-n", p.Namespace, "link", "add", "eth0", "type", "veth", "peer", "name", veth, "netns", n.Namespace},
+			{"-n", p.Namespace, "addr", "add", p.IP.String() + "/32", "dev", "eth0"},
+			{"-n", p.Namespace, "link", "set", "eth0", "up"},
+			{"-n", p.Namespace, "route", "add", gateway, "dev", "eth0", "scope", "link"},
+			{"-n", p.Namespace, "route", "add", "default", "via", gateway, "dev", "eth0"},
+			{"-n", n.Namespace, "addr", "add", gateway + "/32", "dev", veth},
+			{"-n", n.Namespace, "link", "set", veth, "up"},
+			{"-n", n.Namespace, "route", "add", p.IP.String() + "/32", "dev", veth},
+		}
+		for _, c := range cmds {
+			if err := ip(c...); err != nil {
+				return err
+			}
+		}
+	}
+	// Remote nodes are on the bridge; remote pods behind their node.
+	for _, n := range l.Nodes {
+		for _, m := range l.Nodes {
+			if m.Name != n.Name {
+				if err := ip("-n", n.Namespace, "route", "add", m.IP.String()+"/32", "dev", "fab"); err != nil {
+					return err
+				}
+			}
+		}
+		for _, p := range l.Pods {
+			if p.Node != n.Name {
+				if err := ip("-n", n.Namespace, "route", "add", p.IP.String()+"/32", "via", nodeByName[p.Node].IP.String(), "dev", "fab", "onlink"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, n := range l.Nodes {
+		fmt.Fprintf(w, "agent for %s\n", n.Name)
+		pid, err := l.startAgent(exe, n)
+		if err != nil {
+			return err
+		}
+		l.PIDs = append(l.PIDs, pid)
+	}
+	return l.save()
+}
+
+// startAgent runs `netpol agent` inside the node's namespace, as a
+// host-network DaemonSet pod would run on a real node.
+func (l *Lab) startAgent(exe string, n Node) (int, error) {
+	logf, err := os.Create(filepath.Join(l.Dir, n.Name+".log"))
+	if err != nil {
+		return 0, err
+	}
+	defer logf.Close()
+	args := append([]string{"netns", "exec", n.Namespace, exe, "agent", "--node", n.Name,
+		"--source", l.ManifestDir(), "--status", l.statusFile(n.Name), "--interval", "100ms"}, l.AgentArgs...)
+	cmd := exec.Command("ip", args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("starting the agent of %s: %w", n.Name, err)
+	}
+	go func() { _ = cmd.Wait() }() // reap when it exits
+	return cmd.Process.Pid, nil
+}
+
+// RestartAgent stops the agent of node (SIGKILL: like a crash, nothing is
+// cleaned up) and starts a new one.
+func (l *Lab) RestartAgent(exe, node string) error {
+	for i, n := range l.Nodes {
+		if n.Name != node {
+			continue
+		}
+		old := l.PIDs[i]
+		_ = syscall.Kill(-old, syscall.SIGKILL)
+		pid, err := l.startAgent(exe, n)
+		if err != nil {
+			return err
+		}
+		l.PIDs[i] = pid
+		return l.save()
+	}
+	return fmt.Errorf("no node %s in lab %s", node, l.Name)
+}
+
+// WriteManifests replaces the agents' input atomically.
+func (l *Lab) WriteManifests(data []byte) error {
+	path := filepath.Join(l.ManifestDir(), "cluster.yaml")
+	tmp := filepath.Join(l.Dir, "cluster.yaml.tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// WaitProgrammed waits until every agent enforces the current manifests, or
+// reports why not (an agent's error, or the timeout).
+func (l *Lab) WaitProgrammed(ctx context.Context, timeout time.Duration) error {
+	files, err := source.ReadFiles([]string{l.ManifestDir()})
+	if err != nil {
+		return err
+	}
+	want := source.Fingerprint(files)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		pending := ""
+		for _, n := range l.Nodes {
+			st, err := agent.ReadStatus(l.statusFile(n.Name))
+			switch {
+			case err == nil && st.Programmed == want:
+				continue
+			case err == nil && st.Input == want && st.Error != "":
+				return fmt.Errorf("agent of %s: %s", n.Name, st.Error)
+			}
+			pending = n.Name
+		}
+		if pending == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("agent of %s did not program input %s in %s (log: %s)", pending, want, timeout, filepath.Join(l.Dir, pending+".log"))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (l *Lab) save() error {
+	data, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(l.Dir, "lab.json"), data, 0o644)
+}
+
+// Load reads a lab's saved state.
+func Load(name string) (*Lab, error) {
+	data, err := os.ReadFile(filepath.Join(RunDir, name, "lab.json"))
+	if err != nil {
+		return nil, fmt.Errorf("lab %s: %w (is it up?)", name, err)
+	}
+	var l Lab
+	if err := json.Unmarshal(data, &l); err != nil {
+		return nil, err
+	}
+	for i := range l.Pods {
+		for _, s := range l.Pods[i].PortText {
+			spec, err := l4.ParsePortSpec(s)
+			if err != nil {
+				return nil, err
+			}
+			l.Pods[i].Ports = append(l.Pods[i].Ports, l4.Port{Proto: spec.Proto, Num: spec.Num})
+		}
+	}
+	return &l, nil
+}
+
+// Down stops the lab's processes and deletes its namespaces and directory.
+func (l *Lab) Down() error {
+	for _, pid := range l.PIDs {
+		_ = syscall.Kill(-pid, syscall.SIGKILL) // the process group: ip netns exec and the agent
+	}
+	return Remove(l.Name)
+}
+
+// Remove deletes every namespace of lab name (of every lab when name is
+// empty) and its directory: it also cleans up after a crash.
+func Remove(name string) error {
+	prefix := "netpol-"
+	if name != "" {
+		prefix += name + "-"
+	}
+	names, err := namespaces(prefix)
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	var errs []string
+	for _, ns := range names {
+		killNamespace(ns)
+		if err := ip("netns", "del", ns); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	dir := RunDir
+	if name != "" {
+		dir = filepath.Join(RunDir, name)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// killNamespace kills processes left in a namespace (agents of a lab whose
+// state was lost).
+func killNamespace(ns string) {
+	out, err := exec.Command("ip", "netns", "pids", ns).Output()
+	if err != nil {
+		return
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}

@@ -1,0 +1,210 @@
+package lab_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/lab"
+	"github.com/netpol/netpol/internal/scenario"
+)
+
+// netpolBinary is built once by TestMain: the lab runs the real agent.
+var netpolBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "netpol-lab-test")
+	if err != nil {
+		panic(err)
+	}
+	netpolBinary = filepath.Join(dir, "netpol")
+	out, err := exec.Command("go", "build", "-o", netpolBinary, "../../cmd/netpol").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building netpol: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// requireLab fails under CI=true and skips elsewhere when the machine
+// cannot run the lab (not root, no nft, no ip).
+func requireLab(t *testing.T) {
+	t.Helper()
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, "root")
+	}
+	for _, bin := range []string{"nft", "ip"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			missing = append(missing, bin)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("the lab needs %s (CI=true: failing, not skipping)", strings.Join(missing, ", "))
+	}
+	t.Skipf("the lab needs %s", strings.Join(missing, ", "))
+}
+
+// manifests joins JSON objects into one YAML stream.
+func manifests(objs []json.RawMessage) []byte {
+	var b bytes.Buffer
+	for _, o := range objs {
+		b.WriteString("---\n")
+		b.Write(o)
+		b.WriteString("\n")
+	}
+	return b.Bytes()
+}
+
+// replay runs one scenario in a two-node lab: after every step the agents
+// program the new state, and every pod pair is probed with real packets on
+// the step's TCP and UDP ports; observed must equal the engine's verdict
+// (which the scenario runner has already compared with upstream's).
+func replay(t *testing.T, s *scenario.Scenario, name string) (probed int) {
+	t.Helper()
+	hasNodes := s.Topology != nil && len(s.Topology.Nodes) > 0
+	for _, o := range s.Objects {
+		hasNodes = hasNodes || bytes.Contains(o, []byte(`"kind":"Node"`))
+	}
+	switch {
+	case hasNodes:
+	case s.Topology != nil:
+		s.Topology.Nodes = []string{"node-1", "node-2"}
+	default:
+		s.Objects = append([]json.RawMessage{
+			json.RawMessage(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"node-1"}}`),
+			json.RawMessage(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"node-2"}}`),
+		}, s.Objects...)
+	}
+	var l *lab.Lab
+	var servers *lab.Servers
+	t.Cleanup(func() {
+		if servers != nil {
+			servers.Close()
+		}
+		if l != nil {
+			if err := l.Down(); err != nil {
+				t.Errorf("lab down: %v", err)
+			}
+		}
+	})
+	ctx := context.Background()
+	res := scenario.Run(s, scenario.Options{AfterStep: func(st scenario.StepState) error {
+		data := manifests(st.Objects)
+		if l == nil {
+			var err error
+			if l, err = lab.Plan(name, st.Engine.Cluster()); err != nil {
+				return err
+			}
+			if s.Settings.LegacyNamespaceIsolation {
+				l.AgentArgs = append(l.AgentArgs, "--legacy-namespace-isolation")
+			}
+			if s.Settings.ANPShape != "" {
+				l.AgentArgs = append(l.AgentArgs, "--anp-shape", s.Settings.ANPShape)
+			}
+			if err := l.Up(netpolBinary, data, io.Discard); err != nil {
+				l = nil
+				return err
+			}
+			if servers, err = l.Serve(); err != nil {
+				return err
+			}
+		} else if err := l.WriteManifests(data); err != nil {
+			return err
+		}
+		if err := l.WaitProgrammed(ctx, 20*time.Second); err != nil {
+			return err
+		}
+		var ports []l4.Port
+		for _, p := range st.Ports {
+			if p.Proto != l4.SCTP {
+				ports = append(ports, p)
+			}
+		}
+		if len(ports) == 0 {
+			return nil
+		}
+		var wrong []string
+		for _, c := range l.ProbeAll(ctx, ports) {
+			if c.Err != nil {
+				return fmt.Errorf("probe %s -> %s %s: %w", c.From, c.To, c.Port, c.Err)
+			}
+			probed++
+			f, v := decide(st.Engine, c.From, c.To, c.Port)
+			if v.Allowed != c.Observed {
+				var trace bytes.Buffer
+				engine.WriteTrace(&trace, f, v)
+				wrong = append(wrong, fmt.Sprintf("%s -> %s %s: kernel %s, predicted %s\n%s", c.From, c.To, c.Port,
+					word(c.Observed), word(v.Allowed), trace.String()))
+			}
+		}
+		if len(wrong) > 0 {
+			return fmt.Errorf("%d flows: the kernel disagrees with netpol matrix:\n%s", len(wrong), strings.Join(wrong, "\n"))
+		}
+		return nil
+	}})
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	for _, st := range res.Steps {
+		if st.Err != nil {
+			t.Fatalf("step %q: %v", st.Name, st.Err)
+		}
+		for _, m := range st.Mismatches {
+			t.Errorf("step %q: engine disagrees with the scenario: %s -> %s %s", st.Name, m.From, m.To, m.Port)
+		}
+	}
+	return probed
+}
+
+func decide(e *engine.Engine, from, to string, port l4.Port) (engine.Flow, engine.Verdict) {
+	src, _ := e.Endpoint(from)
+	dst, _ := e.Endpoint(to)
+	f := engine.Flow{Src: src, Dst: dst, Port: port}
+	return f, e.Decide(f)
+}
+
+func word(allowed bool) string {
+	if allowed {
+		return "allowed"
+	}
+	return "denied"
+}
+
+// TestLabScenarios replays the scenario corpus with real packets.
+func TestLabScenarios(t *testing.T) {
+	requireLab(t)
+	dirs, _ := filepath.Glob("../../testdata/scenarios/*")
+	total := 0
+	for _, dir := range dirs {
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+			continue
+		}
+		scenarios, err := scenario.LoadFiles([]string{dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range scenarios {
+			t.Run(filepath.Base(dir)+"/"+strings.TrimSuffix(filepath.Base(s.File), ".yaml"), func(t *testing.T) {
+				total += replay(t, s, fmt.Sprintf("t%d", i))
+			})
+		}
+	}
+	t.Logf("%d flows probed with real packets", total)
+}
+
