@@ -257,6 +257,10 @@ func (l *Lab) RestartAgent(exe, node string) error {
 		}
 		old := l.PIDs[i]
 		_ = syscall.Kill(-old, syscall.SIGKILL)
+		// The status is the old agent's: the new one writes its own.
+		if err := os.Remove(l.statusFile(n.Name)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
 		pid, err := l.startAgent(exe, n)
 		if err != nil {
 			return err
@@ -392,4 +396,9 @@ func killNamespace(ns string) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+}
+
+// AgentStatus returns what the agent of node last reported.
+func (l *Lab) AgentStatus(node string) (agent.Status, error) {
+	return agent.ReadStatus(l.statusFile(node))
 }

@@ -207,4 +207,3 @@ func TestLabScenarios(t *testing.T) {
 	}
 	t.Logf("%d flows probed with real packets", total)
 }
-

@@ -218,3 +218,18 @@ func contains(ports []l4.Port, p l4.Port) bool {
 	}
 	return false
 }
+
+// Dial opens a TCP connection from src that the caller keeps.
+func (l *Lab) Dial(src Pod, dst netip.Addr, port l4.Port) (net.Conn, error) {
+	var conn net.Conn
+	var dialErr error
+	err := inNamespace(src.Namespace, func() error {
+		d := net.Dialer{Timeout: ProbeTimeout}
+		conn, dialErr = d.Dial("tcp4", net.JoinHostPort(dst.String(), strconv.Itoa(int(port.Num))))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return conn, dialErr
+}
