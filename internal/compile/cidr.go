@@ -57,9 +57,10 @@ func halves(p netip.Prefix) (lo, hi netip.Prefix) {
 	return lo, netip.PrefixFrom(addr, bits)
 }
 
-// Normalize sorts prefixes (IPv4 first), drops the ones inside another, and
-// joins sibling halves, so that a set holds each address once and never two
-// overlapping intervals (the kernel rejects those in an interval set).
+// Normalize sorts prefixes (IPv4 first) and drops the ones inside another,
+// so that a set never holds two overlapping intervals (the kernel rejects
+// those). Neighbours are not merged: a pod joining a selector must stay one
+// element added, not a merged interval replaced.
 func Normalize(ps []netip.Prefix) []netip.Prefix {
 	if len(ps) == 0 {
 		return nil
@@ -80,18 +81,6 @@ func Normalize(ps []netip.Prefix) []netip.Prefix {
 			continue // sorted by address then length: the earlier one is wider
 		}
 		out = append(out, p)
-		// Join with the sibling half as long as possible.
-		for n := len(out); n >= 2; n = len(out) {
-			a, b := out[n-2], out[n-1]
-			if a.Bits() != b.Bits() || a.Bits() == 0 {
-				break
-			}
-			parent := netip.PrefixFrom(a.Addr(), a.Bits()-1).Masked()
-			if parent.Addr() != a.Addr() || !parent.Contains(b.Addr()) {
-				break
-			}
-			out = append(out[:n-2], parent)
-		}
 	}
 	return out
 }
