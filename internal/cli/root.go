@@ -82,7 +82,7 @@ DaemonSet, ReplicaSet, Job, CronJob) stand for the pods of their template.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newExplain(), newMatrix(), newCompile(), newAgent(), newTest(), newVersion())
+	root.AddCommand(newExplain(), newMatrix(), newCompile(), newAgent(), newLab(), newTest(), newVersion())
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
 }

@@ -225,7 +225,7 @@ func (l *Lab) Up(exe string, manifests []byte, w io.Writer) (err error) {
 		}
 		l.PIDs = append(l.PIDs, pid)
 	}
-	return l.save()
+	return l.Save()
 }
 
 // startAgent runs `netpol agent` inside the node's namespace, as a
@@ -266,7 +266,7 @@ func (l *Lab) RestartAgent(exe, node string) error {
 			return err
 		}
 		l.PIDs[i] = pid
-		return l.save()
+		return l.Save()
 	}
 	return fmt.Errorf("no node %s in lab %s", node, l.Name)
 }
@@ -314,7 +314,7 @@ func (l *Lab) WaitProgrammed(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-func (l *Lab) save() error {
+func (l *Lab) Save() error {
 	data, err := json.MarshalIndent(l, "", "  ")
 	if err != nil {
 		return err

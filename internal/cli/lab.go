@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/lab"
+	"github.com/netpol/netpol/internal/pipeline"
+	"github.com/netpol/netpol/internal/source"
+)
+
+func newLab() *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "Build pods as network namespaces, enforce with real agents, probe with real packets",
+		Long: `lab turns manifests into a cluster on this machine: every node and pod becomes
+a network namespace (pods 198.18.0.0/15, nodes 198.19.255.0/24; nothing else
+is addressed), every pod serves its declared TCP and UDP ports, and one
+netpol agent per node enforces the policies with nftables. Then probe
+connects every pod pair on every port and compares what the kernel did with
+what netpol matrix predicts. Needs root, ip and nft.
+
+Namespaces are named netpol-<lab>-...; lab down removes them, also after a
+crash.`,
+		Example: `  sudo netpol lab up -f examples/tenants
+  sudo netpol lab probe
+  sudo netpol lab apply -f more-policies.yaml
+  sudo netpol lab down`,
+	}
+	cmd.PersistentFlags().StringVar(&name, "name", "default", "lab name (1-8 lowercase letters or digits)")
+	cmd.AddCommand(newLabUp(&name), newLabProbe(&name), newLabApply(&name), newLabDown(&name), newLabServe(&name))
+	return cmd
+}
+
+func newLabUp(name *string) *cobra.Command {
+	var in inputFlags
+	var nodes int
+	cmd := &cobra.Command{
+		Use:   "up -f MANIFESTS",
+		Short: "Build the lab and start its agents",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			files, err := source.ReadFiles(in.files)
+			if err != nil {
+				return err
+			}
+			var manifests bytes.Buffer
+			for _, f := range files {
+				manifests.WriteString("---\n")
+				manifests.Write(f.Data)
+				manifests.WriteString("\n")
+			}
+			e, err := in.load(cmd)
+			if err != nil {
+				return err
+			}
+			if len(e.Cluster().Nodes) == 0 {
+				for i := 1; i <= nodes; i++ {
+					fmt.Fprintf(&manifests, "---\n{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"node-%d\"}}\n", i)
+				}
+				dec := &source.Decoder{}
+				if e, err = buildFrom(dec, manifests.Bytes()); err != nil {
+					return err
+				}
+			}
+			l, err := lab.Plan(*name, e.Cluster())
+			if err != nil {
+				return err
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			w := cmd.ErrOrStderr()
+			if err := l.Up(exe, manifests.Bytes(), w); err != nil {
+				return err
+			}
+			serve := exec.Command(exe, "lab", "serve", "--name", *name)
+			serve.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := serve.Start(); err != nil {
+				return err
+			}
+			l.PIDs = append(l.PIDs, serve.Process.Pid)
+			if err := l.Save(); err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "waiting for the agents...\n")
+			if err := l.WaitProgrammed(cmd.Context(), 30*time.Second); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "lab %s: %d nodes, %d pods; agents programmed. Next: netpol lab probe --name %s\n", *name, len(l.Nodes), len(l.Pods), *name)
+			return nil
+		},
+	}
+	in.register(cmd)
+	cmd.Flags().IntVar(&nodes, "nodes", 2, "nodes to create when the manifests declare none")
+	return cmd
+}
+
+func newLabProbe(name *string) *cobra.Command {
+	var ports string
+	cmd := &cobra.Command{
+		Use:   "probe",
+		Short: "Connect every pod pair on every port and compare with netpol matrix",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := lab.Load(*name)
+			if err != nil {
+				return err
+			}
+			var list []l4.Port
+			if ports != "" {
+				if list, err = l4.ParsePortList(ports); err != nil {
+					return usageError{err}
+				}
+			}
+			var in inputFlags
+			in.files, in.quiet = []string{l.ManifestDir()}, true
+			e, err := in.load(cmd)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "FROM\tTO\tPORT\tKERNEL\tPREDICTED")
+			bad := 0
+			cells := l.ProbeAll(cmd.Context(), list)
+			for _, c := range cells {
+				src, _ := e.Endpoint(c.From)
+				dst, _ := e.Endpoint(c.To)
+				predicted := e.Allowed(engineFlow(src, dst, c.Port))
+				mark := ""
+				if c.Err != nil || predicted != c.Observed {
+					bad++
+					mark = "  <-- MISMATCH"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s\n", c.From, c.To, c.Port, verdictWord(c.Observed, c.Err), verdictWord(predicted, nil), mark)
+			}
+			tw.Flush()
+			fmt.Fprintf(cmd.OutOrStdout(), "\n%d flows probed, %d mismatches\n", len(cells), bad)
+			if bad > 0 {
+				return errSilent{fmt.Errorf("%d mismatches", bad)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&ports, "ports", "", "only these ports, e.g. 80/tcp,53/udp (default: every served port)")
+	return cmd
+}
+
+func newLabApply(name *string) *cobra.Command {
+	var files []string
+	cmd := &cobra.Command{
+		Use:   "apply -f MANIFESTS",
+		Short: "Add or replace objects in the lab's manifests; the agents follow",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := lab.Load(*name)
+			if err != nil {
+				return err
+			}
+			more, err := source.ReadFiles(files)
+			if err != nil {
+				return err
+			}
+			current, err := os.ReadFile(l.ManifestDir() + "/cluster.yaml")
+			if err != nil {
+				return err
+			}
+			for _, f := range more {
+				current = append(current, []byte("\n---\n")...)
+				current = append(current, f.Data...)
+			}
+			if _, err := buildFrom(&source.Decoder{}, current); err != nil {
+				return err // never hand the agents an input they would refuse
+			}
+			if err := l.WriteManifests(current); err != nil {
+				return err
+			}
+			return l.WaitProgrammed(cmd.Context(), 30*time.Second)
+		},
+	}
+	cmd.Flags().StringSliceVarP(&files, "filename", "f", nil, "manifests to add")
+	return cmd
+}
+
+func newLabDown(name *string) *cobra.Command {
+	var all bool
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Stop the lab's processes and delete its namespaces",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if all {
+				return lab.Remove("")
+			}
+			if l, err := lab.Load(*name); err == nil {
+				return l.Down()
+			}
+			return lab.Remove(*name) // state lost: remove by name prefix
+		},
+	}
+}
+
+// newLabServe is started by lab up: it holds the pods' listeners.
+func newLabServe(name *string) *cobra.Command {
+	return &cobra.Command{
+		Use:    "serve",
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := lab.Load(*name)
+			if err != nil {
+				return err
+			}
+			servers, err := l.Serve()
+			if err != nil {
+				return err
+			}
+			defer servers.Close()
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+			<-sig
+			return nil
+		},
+	}
+}
+
+func verdictWord(allowed bool, err error) string {
+	switch {
+	case err != nil:
+		return "error: " + err.Error()
+	case allowed:
+		return "allowed"
+	}
+	return "denied"
+}
+
+// buildFrom decodes one manifest stream into an engine.
+func buildFrom(dec *source.Decoder, data []byte) (*engine.Engine, error) {
+	e, _, err := pipeline.Build(dec.Decode("lab manifests", data), dec.Diags, pipeline.Options{})
+	return e, err
+}
+
+func engineFlow(src, dst engine.Endpoint, port l4.Port) engine.Flow {
+	return engine.Flow{Src: src, Dst: dst, Port: port}
+}
