@@ -23,6 +23,7 @@ is 1 when any scenario fails, so the command can gate a pull request.
 A scenario file (YAML):
 
   name: web accepts only the frontend
+  include: [_cluster/shop.yaml]   # optional manifests shared by many scenarios
   topology:                       # optional shorthand
     namespaces: [shop]            # labelled ns=<name>
     pods: [shop/web, shop/frontend, shop/batch]   # labelled pod=<name>
@@ -48,7 +49,11 @@ A scenario file (YAML):
     - {from: shop/batch, to: 198.19.100.7, port: 443/tcp, allowed: true}
 
 Topology pods get fixed addresses so CIDRs can be written literally: the j-th
-pod of the i-th namespace is 198.18.i.j (both from 1) and fd00:198:18:i::j.`,
+pod of the i-th namespace is 198.18.i.j (both from 1) and fd00:198:18:i::j.
+
+Included files are Kubernetes manifests, relative to the scenario file.
+Directories whose name starts with "_" are not searched for scenarios, so a
+shared cluster lives in e.g. _cluster/ next to the scenarios that use it.`,
 		Example: `  netpol test testdata/scenarios
   netpol test my-policies.yaml -o junit > report.xml`,
 		Args: cobra.MinimumNArgs(1),

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
@@ -87,7 +90,9 @@ func (r Result) Checked() int {
 	return n
 }
 
-// LoadFiles reads scenario files; directories are walked for *.yaml and *.yml.
+// LoadFiles reads scenario files; directories are walked for *.yaml and *.yml,
+// skipping directories whose name starts with "_" (shared manifests that
+// scenarios include), as the go tool skips them.
 func LoadFiles(paths []string) ([]*Scenario, error) {
 	var files []string
 	for _, p := range paths {
@@ -101,6 +106,9 @@ func LoadFiles(paths []string) ([]*Scenario, error) {
 		}
 		var found []string
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() && path != p && strings.HasPrefix(d.Name(), "_") {
+				return fs.SkipDir
+			}
 			if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
 				found = append(found, path)
 			}
@@ -122,9 +130,39 @@ func LoadFiles(paths []string) ([]*Scenario, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := s.readIncludes(); err != nil {
+			return nil, err
+		}
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// readIncludes prepends the objects of the included manifests to Objects.
+func (s *Scenario) readIncludes() error {
+	var included []json.RawMessage
+	for i, inc := range s.Include {
+		path := filepath.Join(filepath.Dir(s.File), inc)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("%s: include[%d]: %w", s.File, i, err)
+		}
+		for j, doc := range source.SplitDocuments(data) {
+			if len(bytes.TrimSpace(doc)) == 0 {
+				continue
+			}
+			js, err := yaml.YAMLToJSON(doc)
+			if err != nil {
+				return fmt.Errorf("%s: document %d: %w", path, j, err)
+			}
+			if string(js) != "null" {
+				included = append(included, js)
+			}
+		}
+	}
+	s.Objects = append(included, s.Objects...)
+	s.Include = nil
+	return nil
 }
 
 // store is the scenario's cluster: objects by kind/namespace/name, in the

@@ -26,6 +26,10 @@ type Scenario struct {
 	Source string `json:"source,omitempty"`
 	// Settings that the scenario needs whatever the caller asks for.
 	Settings Settings `json:"settings,omitempty"`
+	// Include names manifest files (relative to the scenario file) whose
+	// objects are applied first: a cluster shared by a family of scenarios.
+	// Keep them in a directory starting with "_", which LoadFiles skips.
+	Include []string `json:"include,omitempty"`
 	// Topology is a shorthand for namespaces, pods and nodes.
 	Topology *Topology `json:"topology,omitempty"`
 	// Objects are applied before the first step, after the topology (an

@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -91,5 +93,69 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("got %v, want error containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// A family of scenarios shares one cluster file kept in a "_" directory:
+// the walk must not read it as a scenario, and each scenario sees its objects.
+func TestLoadFilesIncludesSharedCluster(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("_cluster/shop.yaml", `apiVersion: v1
+kind: Namespace
+metadata: {name: shop, labels: {team: shop}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop, labels: {app: web}}
+spec: {containers: [{name: c, ports: [{containerPort: 80}]}]}
+status: {podIPs: [{ip: 198.18.7.1}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: batch, namespace: shop, labels: {app: batch}}
+status: {podIPs: [{ip: 198.18.7.2}]}
+`)
+	write("deny.yaml", `name: web isolated
+include: [_cluster/shop.yaml]
+steps:
+- apply:
+  - apiVersion: networking.k8s.io/v1
+    kind: NetworkPolicy
+    metadata: {name: web, namespace: shop}
+    spec: {podSelector: {matchLabels: {app: web}}}
+  flows:
+  - {from: shop/batch, to: shop/web, port: 80/tcp, allowed: false}
+  - {from: shop/web, to: 198.18.7.2, port: 80/tcp, allowed: true}
+`)
+	scenarios, err := LoadFiles([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scenarios) != 1 || scenarios[0].Name != "web isolated" {
+		t.Fatalf("want only the scenario, got %d files", len(scenarios))
+	}
+	if got := len(scenarios[0].Objects); got != 3 {
+		t.Fatalf("included %d objects, want 3", got)
+	}
+	r := Run(scenarios[0], Options{})
+	if !r.Passed() || r.Checked() != 2 {
+		var b strings.Builder
+		WriteFailure(&b, r)
+		t.Fatalf("want 2 passing flows, got %d:\n%s", r.Checked(), b.String())
+	}
+
+	write("broken.yaml", "name: broken\ninclude: [_cluster/missing.yaml]\nsteps: [{}]\n")
+	if _, err := LoadFiles([]string{dir}); err == nil || !strings.Contains(err.Error(), "broken.yaml: include[0]") {
+		t.Errorf("missing include: got %v, want an error naming the file and include[0]", err)
 	}
 }

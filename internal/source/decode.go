@@ -84,7 +84,7 @@ type Decoder struct {
 // Decode reads every document of data (YAML, multi-document YAML, or JSON).
 func (d *Decoder) Decode(file string, data []byte) []Object {
 	var out []Object
-	docs := splitDocuments(data)
+	docs := SplitDocuments(data)
 	for i, doc := range docs {
 		origin := diag.Origin{File: file, Doc: i + 1}
 		if len(docs) == 1 {
@@ -126,10 +126,10 @@ func (d *Decoder) toJSON(origin diag.Origin, doc []byte) ([]byte, error) {
 	return js, nil
 }
 
-// splitDocuments splits a YAML stream at "---" lines. A JSON stream of several
+// SplitDocuments splits a YAML stream at "---" lines. A JSON stream of several
 // top-level values is split too. Malformed input comes back whole so that the
 // YAML parser can say what is wrong with it.
-func splitDocuments(data []byte) [][]byte {
+func SplitDocuments(data []byte) [][]byte {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
 		var docs [][]byte
