@@ -3,9 +3,11 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -36,10 +38,11 @@ crash.`,
 		Example: `  sudo netpol lab up -f examples/tenants
   sudo netpol lab probe
   sudo netpol lab apply -f more-policies.yaml
+  sudo netpol lab delete -f more-policies.yaml
   sudo netpol lab down`,
 	}
 	cmd.PersistentFlags().StringVar(&name, "name", "default", "lab name (1-8 lowercase letters or digits)")
-	cmd.AddCommand(newLabUp(&name), newLabProbe(&name), newLabApply(&name), newLabDown(&name), newLabServe(&name))
+	cmd.AddCommand(newLabUp(&name), newLabProbe(&name), newLabApply(&name), newLabDelete(&name), newLabDown(&name), newLabServe(&name))
 	return cmd
 }
 
@@ -109,7 +112,7 @@ func newLabUp(name *string) *cobra.Command {
 }
 
 func newLabProbe(name *string) *cobra.Command {
-	var ports string
+	var ports, output string
 	cmd := &cobra.Command{
 		Use:   "probe",
 		Short: "Connect every pod pair on every port and compare with netpol matrix",
@@ -131,23 +134,23 @@ func newLabProbe(name *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "FROM\tTO\tPORT\tKERNEL\tPREDICTED")
+			cells := l.ProbeAll(cmd.Context(), list, progressLine(cmd.ErrOrStderr(), "probing"))
+			rows := make([]probeRow, len(cells))
 			bad := 0
-			cells := l.ProbeAll(cmd.Context(), list)
-			for _, c := range cells {
-				src, _ := e.Endpoint(c.From)
-				dst, _ := e.Endpoint(c.To)
+			for i, c := range cells {
+				src, _ := e.Endpoint(c.SrcIP.String())
+				dst, _ := e.Endpoint(c.DstIP.String())
 				predicted := e.Allowed(engineFlow(src, dst, c.Port))
-				mark := ""
+				rows[i] = probeRow{From: c.From, To: c.To, Dst: c.DstIP.String(), Port: c.Port.String(),
+					Kernel: verdictWord(c.Observed, c.Err), Predicted: verdictWord(predicted, nil)}
 				if c.Err != nil || predicted != c.Observed {
+					rows[i].Mismatch = true
 					bad++
-					mark = "  <-- MISMATCH"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s\n", c.From, c.To, c.Port, verdictWord(c.Observed, c.Err), verdictWord(predicted, nil), mark)
 			}
-			tw.Flush()
-			fmt.Fprintf(cmd.OutOrStdout(), "\n%d flows probed, %d mismatches\n", len(cells), bad)
+			if err := writeProbe(cmd.OutOrStdout(), output, rows, bad); err != nil {
+				return err
+			}
 			if bad > 0 {
 				return errSilent{fmt.Errorf("%d mismatches", bad)}
 			}
@@ -155,31 +158,95 @@ func newLabProbe(name *string) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&ports, "ports", "", "only these ports, e.g. 80/tcp,53/udp (default: every served port)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
 }
 
+// probeRow is one probed flow as printed.
+type probeRow struct {
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Dst       string `json:"dstIP"`
+	Port      string `json:"port"`
+	Kernel    string `json:"kernel"`
+	Predicted string `json:"predicted"`
+	Mismatch  bool   `json:"mismatch,omitempty"`
+}
+
+func writeProbe(w io.Writer, output string, rows []probeRow, bad int) error {
+	switch output {
+	case "json":
+		return writeJSON(w, map[string]any{"flows": rows, "probed": len(rows), "mismatches": bad})
+	case "text":
+	default:
+		return usageError{fmt.Errorf("--output %q: want text or json", output)}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FROM\tTO\tADDRESS\tPORT\tKERNEL\tPREDICTED")
+	for _, r := range rows {
+		mark := ""
+		if r.Mismatch {
+			mark = "  <-- MISMATCH"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s%s\n", r.From, r.To, r.Dst, r.Port, r.Kernel, r.Predicted, mark)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n%d flows probed, %d mismatches\n", len(rows), bad)
+	return nil
+}
+
+// progressLine returns a progress callback that rewrites one line of w,
+// at most every 200ms and once at the end.
+func progressLine(w io.Writer, what string) func(done, total int) {
+	var last time.Time
+	return func(done, total int) {
+		if done < total && time.Since(last) < 200*time.Millisecond {
+			return
+		}
+		last = time.Now()
+		fmt.Fprintf(w, "\r%s: %d/%d", what, done, total)
+		if done == total {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
 func newLabApply(name *string) *cobra.Command {
+	return newLabEdit(name, "apply", "Add or replace objects in the lab (by kind, namespace and name); the agents follow", lab.ApplyManifests)
+}
+
+func newLabDelete(name *string) *cobra.Command {
+	return newLabEdit(name, "delete", "Delete the objects named in the manifests from the lab; the agents follow", lab.DeleteManifests)
+}
+
+// newLabEdit changes the lab's manifests with edit, checks that the result
+// is an input the agents accept, and waits until they enforce it.
+func newLabEdit(name *string, verb, short string, edit func(current, change []byte) ([]byte, error)) *cobra.Command {
 	var files []string
 	cmd := &cobra.Command{
-		Use:   "apply -f MANIFESTS",
-		Short: "Add or replace objects in the lab's manifests; the agents follow",
+		Use:   verb + " -f MANIFESTS",
+		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(files) == 0 {
+				return usageError{fmt.Errorf("-f is required")}
+			}
 			l, err := lab.Load(*name)
 			if err != nil {
 				return err
 			}
-			more, err := source.ReadFiles(files)
+			change, err := source.ReadFiles(files)
 			if err != nil {
 				return err
 			}
-			current, err := os.ReadFile(l.ManifestDir() + "/cluster.yaml")
+			current, err := os.ReadFile(filepath.Join(l.ManifestDir(), "cluster.yaml"))
 			if err != nil {
 				return err
 			}
-			for _, f := range more {
-				current = append(current, []byte("\n---\n")...)
-				current = append(current, f.Data...)
+			for _, f := range change {
+				if current, err = edit(current, f.Data); err != nil {
+					return fmt.Errorf("%s: %w", f.Name, err)
+				}
 			}
 			if _, err := buildFrom(&source.Decoder{}, current); err != nil {
 				return err // never hand the agents an input they would refuse
@@ -187,16 +254,21 @@ func newLabApply(name *string) *cobra.Command {
 			if err := l.WriteManifests(current); err != nil {
 				return err
 			}
-			return l.WaitProgrammed(cmd.Context(), 30*time.Second)
+			fmt.Fprintf(cmd.ErrOrStderr(), "waiting for the agents...\n")
+			if err := l.WaitProgrammed(cmd.Context(), 30*time.Second); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "lab %s: %s done; agents programmed\n", *name, verb)
+			return nil
 		},
 	}
-	cmd.Flags().StringSliceVarP(&files, "filename", "f", nil, "manifests to add")
+	cmd.Flags().StringSliceVarP(&files, "filename", "f", nil, "manifest files or directories")
 	return cmd
 }
 
 func newLabDown(name *string) *cobra.Command {
 	var all bool
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Stop the lab's processes and delete its namespaces",
 		Args:  cobra.NoArgs,
@@ -210,6 +282,8 @@ func newLabDown(name *string) *cobra.Command {
 			return lab.Remove(*name) // state lost: remove by name prefix
 		},
 	}
+	cmd.Flags().BoolVar(&all, "all", false, "remove every lab (every netpol-* network namespace)")
+	return cmd
 }
 
 // newLabServe is started by lab up: it holds the pods' listeners.

@@ -11,11 +11,12 @@ import (
 	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/state"
+	"github.com/netpol/netpol/internal/synth"
 )
 
 // The results and the command that produced them are in BENCHMARKS.md.
 
-var benchSizes = []clusterSize{size1k, size10k, size100k}
+var benchSizes = []synth.Size{synth.Size1k, synth.Size10k, synth.Size100k}
 
 // benchPorts are the ports of the matrix benchmark and of the explained flows.
 var benchPorts = []l4.Port{{Proto: l4.TCP, Num: 80}, {Proto: l4.TCP, Num: 443}, {Proto: l4.UDP, Num: 53}, {Proto: l4.TCP, Num: 8080}}
@@ -28,16 +29,16 @@ var generated struct {
 	objs map[string][]source.Object
 }
 
-func objectsOf(size clusterSize) []source.Object {
+func objectsOf(size synth.Size) []source.Object {
 	generated.Lock()
 	defer generated.Unlock()
 	if generated.objs == nil {
 		generated.objs = map[string][]source.Object{}
 	}
-	objs, ok := generated.objs[size.name]
+	objs, ok := generated.objs[size.Name]
 	if !ok {
-		objs = generateCluster(size)
-		generated.objs[size.name] = objs
+		objs = synth.Cluster(size)
+		generated.objs[size.Name] = objs
 	}
 	return objs
 }
@@ -63,8 +64,8 @@ func benchSnapshot(tb testing.TB, objs []source.Object) (*state.Cluster, *policy
 	return c, set
 }
 
-func skipLarge(b *testing.B, size clusterSize) {
-	if testing.Short() && size.pods > 10000 {
+func skipLarge(b *testing.B, size synth.Size) {
+	if testing.Short() && size.Pods > 10000 {
 		b.Skip("100k-pod cluster skipped in -short mode")
 	}
 }
@@ -73,7 +74,7 @@ func skipLarge(b *testing.B, size clusterSize) {
 // resolves every subject and peer selector to its members.
 func BenchmarkLoad(b *testing.B) {
 	for _, size := range benchSizes {
-		b.Run(size.name, func(b *testing.B) {
+		b.Run(size.Name, func(b *testing.B) {
 			skipLarge(b, size)
 			objs := objectsOf(size)
 			b.ReportAllocs()
@@ -116,7 +117,7 @@ func BenchmarkLoad(b *testing.B) {
 // pairs and ports.
 func BenchmarkExplain(b *testing.B) {
 	for _, size := range benchSizes {
-		b.Run(size.name, func(b *testing.B) {
+		b.Run(size.Name, func(b *testing.B) {
 			skipLarge(b, size)
 			e := benchLoad(b, objectsOf(size))
 			pods := e.Cluster().Pods
@@ -153,7 +154,7 @@ func BenchmarkExplain(b *testing.B) {
 // BenchmarkMatrix1k4Ports measures the full matrix of the 1k-pod cluster
 // (1000 x 1000 pods x 4 ports).
 func BenchmarkMatrix1k4Ports(b *testing.B) {
-	e := benchLoad(b, objectsOf(size1k))
+	e := benchLoad(b, objectsOf(synth.Size1k))
 	pods := e.Cluster().Pods
 	b.ReportAllocs()
 	var m *Matrix

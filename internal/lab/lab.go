@@ -2,10 +2,13 @@
 // checks the agent's enforcement with real packets. Nodes are namespaces
 // joined by a bridge in a "fabric" namespace; pods are namespaces behind a
 // veth to their node, with a /32 address, a default route via 169.254.1.1
-// and a /32 route on the node (remote pods are routed via their node). Every
-// pod serves its declared TCP and UDP ports; one real agent process runs in
-// each node namespace. Addresses come from the cluster (198.18.0.0/15 for
-// pods, 198.19.255.0/24 for nodes) and nothing else is ever addressed.
+// and a /32 route on the node (remote pods are routed via their node); a pod
+// with an IPv6 address gets it as a /128 with a default route via fe80::1,
+// routed the same way. Every pod serves its declared TCP and UDP ports on
+// each of its addresses (SCTP is probed with raw IP: see sctp.go); one real
+// agent process runs in each node namespace.
+// Addresses come from the cluster (198.18.0.0/15 and fd00::/8 for pods,
+// 198.19.255.0/24 and fd00::/8 for nodes) and nothing else is ever addressed.
 //
 // Every namespace is named netpol-<lab>-..., so that `lab down` finds what a
 // crashed run left. The lab is a front end: it imports engine, source and
@@ -36,9 +39,19 @@ import (
 // RunDir holds the state of every lab.
 const RunDir = "/run/netpol-lab"
 
-// gateway is the pods' next hop: every node-side veth holds it, so a pod's
-// ARP for it is answered by its node.
-const gateway = "169.254.1.1"
+// gateway and gateway6 are the pods' next hops: every node-side veth holds
+// them, so a pod's ARP or neighbour solicitation is answered by its node.
+const (
+	gateway  = "169.254.1.1"
+	gateway6 = "fe80::1"
+)
+
+// The only address ranges the lab configures.
+var (
+	podRange4  = netip.MustParsePrefix("198.18.0.0/15")
+	nodeRange4 = netip.MustParsePrefix("198.19.255.0/24")
+	ula        = netip.MustParsePrefix("fd00::/8")
+)
 
 // Lab is a lab as built, saved as lab.json in its directory.
 type Lab struct {
@@ -57,6 +70,7 @@ type Node struct {
 	Name      string     `json:"name"`
 	Namespace string     `json:"namespace"`
 	IP        netip.Addr `json:"ip"`
+	IP6       netip.Addr `json:"ip6,omitzero"`
 }
 
 // Pod is a pod namespace.
@@ -65,6 +79,7 @@ type Pod struct {
 	Namespace string     `json:"namespace"`
 	Node      string     `json:"node"`
 	IP        netip.Addr `json:"ip"`
+	IP6       netip.Addr `json:"ip6,omitzero"` // only when its node has one too
 	Ports     []l4.Port  `json:"-"`
 	PortText  []string   `json:"ports"`
 }
@@ -76,15 +91,32 @@ func (l *Lab) statusFile(node string) string { return filepath.Join(l.Dir, node+
 
 // Plan lays out a lab for a cluster: its nodes (the nodes pods are on) and
 // its pods that have an IPv4 address and are not host-network (those are
-// the node itself; the lab does not model them).
-func Plan(name string, c *state.Cluster) (*Lab, error) {
+// the node itself; the lab does not model them). IPv6 is added where a pod
+// and its node both have an address in fd00::/8.
+func Plan(name string, c *state.Cluster) (*Lab, error) { return plan(name, c, nil) }
+
+// PlanPods is Plan for some pods only (namespace/name) and their nodes: a
+// few real pods inside a large cluster whose other pods exist only as
+// policy input, as in the data-path benchmark.
+func PlanPods(name string, c *state.Cluster, pods ...string) (*Lab, error) {
+	keep := map[string]bool{}
+	for _, k := range pods {
+		if c.Pod(k) == nil {
+			return nil, fmt.Errorf("no pod %s in the cluster", k)
+		}
+		keep[k] = true
+	}
+	return plan(name, c, keep)
+}
+
+func plan(name string, c *state.Cluster, keep map[string]bool) (*Lab, error) {
 	if name == "" || len(name) > 8 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789") != "" {
 		return nil, fmt.Errorf("lab name %q: want 1-8 lowercase letters or digits", name)
 	}
 	l := &Lab{Name: name, Dir: filepath.Join(RunDir, name)}
 	used := map[string]bool{}
 	for _, p := range c.Pods {
-		if p.HostNetwork {
+		if p.HostNetwork || (keep != nil && !keep[p.Key()]) {
 			continue
 		}
 		if p.Node == "" {
@@ -94,15 +126,19 @@ func Plan(name string, c *state.Cluster) (*Lab, error) {
 		if !ok || !ip.Is4() {
 			continue
 		}
-		if !netip.MustParsePrefix("198.18.0.0/15").Contains(ip) {
+		if !podRange4.Contains(ip) {
 			return nil, fmt.Errorf("pod %s has address %s: the lab only uses 198.18.0.0/15", p.Key(), ip)
 		}
 		pod := Pod{Key: p.Key(), Namespace: fmt.Sprintf("netpol-%s-p%d", name, len(l.Pods)), Node: p.Node, IP: ip}
-		for _, cp := range p.Ports {
-			if cp.Port.Proto == l4.TCP || cp.Port.Proto == l4.UDP { // no SCTP sockets here
-				pod.Ports = append(pod.Ports, cp.Port)
-				pod.PortText = append(pod.PortText, cp.Port.String())
+		if ip6, ok := p.IP(netip.IPv6Unspecified()); ok {
+			if !ula.Contains(ip6) {
+				return nil, fmt.Errorf("pod %s has address %s: the lab only uses fd00::/8 for IPv6", p.Key(), ip6)
 			}
+			pod.IP6 = ip6
+		}
+		for _, cp := range p.Ports {
+			pod.Ports = append(pod.Ports, cp.Port)
+			pod.PortText = append(pod.PortText, cp.Port.String())
 		}
 		l.Pods = append(l.Pods, pod)
 		used[p.Node] = true
@@ -111,17 +147,28 @@ func Plan(name string, c *state.Cluster) (*Lab, error) {
 		if !used[n.Name] {
 			continue
 		}
-		var ip netip.Addr
+		node := Node{Name: n.Name, Namespace: fmt.Sprintf("netpol-%s-n%d", name, len(l.Nodes))}
 		for _, a := range n.IPs {
-			if a.Is4() {
-				ip = a
-				break
+			switch {
+			case a.Is4() && !node.IP.IsValid():
+				node.IP = a
+			case a.Is6() && !node.IP6.IsValid() && ula.Contains(a):
+				node.IP6 = a
 			}
 		}
-		if !netip.MustParsePrefix("198.19.255.0/24").Contains(ip) {
-			return nil, fmt.Errorf("node %s has address %s: the lab only uses 198.19.255.0/24 for nodes", n.Name, ip)
+		if !nodeRange4.Contains(node.IP) {
+			return nil, fmt.Errorf("node %s has address %s: the lab only uses 198.19.255.0/24 for nodes", n.Name, node.IP)
 		}
-		l.Nodes = append(l.Nodes, Node{Name: n.Name, Namespace: fmt.Sprintf("netpol-%s-n%d", name, len(l.Nodes)), IP: ip})
+		l.Nodes = append(l.Nodes, node)
+	}
+	has6 := map[string]bool{}
+	for _, n := range l.Nodes {
+		has6[n.Name] = n.IP6.IsValid()
+	}
+	for i := range l.Pods {
+		if !has6[l.Pods[i].Node] {
+			l.Pods[i].IP6 = netip.Addr{} // no route for it: probe IPv4 only
+		}
 	}
 	return l, nil
 }
@@ -163,12 +210,16 @@ func (l *Lab) Up(exe string, manifests []byte, w io.Writer) (err error) {
 			{"-n", n.Namespace, "addr", "add", n.IP.String() + "/32", "dev", "fab"},
 			{"-n", n.Namespace, "link", "set", "fab", "up"},
 		}
+		if n.IP6.IsValid() {
+			cmds = append(cmds, []string{"-n", n.Namespace, "addr", "add", n.IP6.String() + "/128", "dev", "fab", "nodad"})
+		}
 		for _, c := range cmds {
 			if err := ip(c...); err != nil {
 				return err
 			}
 		}
-		for _, kv := range [][2]string{{"net.ipv4.ip_forward", "1"}, {"net.ipv4.conf.all.rp_filter", "0"}, {"net.ipv4.conf.default.rp_filter", "0"}} {
+		for _, kv := range [][2]string{{"net.ipv4.ip_forward", "1"}, {"net.ipv4.conf.all.rp_filter", "0"},
+			{"net.ipv4.conf.default.rp_filter", "0"}, {"net.ipv6.conf.all.forwarding", "1"}} {
 			if err := sysctl(n.Namespace, kv[0], kv[1]); err != nil {
 				return err
 			}
@@ -179,7 +230,7 @@ func (l *Lab) Up(exe string, manifests []byte, w io.Writer) (err error) {
 		nodeByName[n.Name] = n
 	}
 	for i, p := range l.Pods {
-		fmt.Fprintf(w, "pod %s (%s) on %s\n", p.Key, p.IP, p.Node)
+		fmt.Fprintf(w, "pod %s (%s) on %s\n", p.Key, strings.Trim(fmt.Sprint(p.Addrs()), "[]"), p.Node)
 		n := nodeByName[p.Node]
 		veth := "p" + strconv.Itoa(i)
 		cmds := [][]string{
@@ -194,6 +245,13 @@ func (l *Lab) Up(exe string, manifests []byte, w io.Writer) (err error) {
 			{"-n", n.Namespace, "link", "set", veth, "up"},
 			{"-n", n.Namespace, "route", "add", p.IP.String() + "/32", "dev", veth},
 		}
+		if p.IP6.IsValid() {
+			cmds = append(cmds,
+				[]string{"-n", p.Namespace, "addr", "add", p.IP6.String() + "/128", "dev", "eth0", "nodad"},
+				[]string{"-n", p.Namespace, "-6", "route", "add", "default", "via", gateway6, "dev", "eth0"},
+				[]string{"-n", n.Namespace, "addr", "add", gateway6 + "/64", "dev", veth, "nodad"},
+				[]string{"-n", n.Namespace, "-6", "route", "add", p.IP6.String() + "/128", "dev", veth})
+		}
 		for _, c := range cmds {
 			if err := ip(c...); err != nil {
 				return err
@@ -207,11 +265,23 @@ func (l *Lab) Up(exe string, manifests []byte, w io.Writer) (err error) {
 				if err := ip("-n", n.Namespace, "route", "add", m.IP.String()+"/32", "dev", "fab"); err != nil {
 					return err
 				}
+				if n.IP6.IsValid() && m.IP6.IsValid() {
+					if err := ip("-n", n.Namespace, "-6", "route", "add", m.IP6.String()+"/128", "dev", "fab"); err != nil {
+						return err
+					}
+				}
 			}
 		}
 		for _, p := range l.Pods {
-			if p.Node != n.Name {
-				if err := ip("-n", n.Namespace, "route", "add", p.IP.String()+"/32", "via", nodeByName[p.Node].IP.String(), "dev", "fab", "onlink"); err != nil {
+			if p.Node == n.Name {
+				continue
+			}
+			via := nodeByName[p.Node]
+			if err := ip("-n", n.Namespace, "route", "add", p.IP.String()+"/32", "via", via.IP.String(), "dev", "fab", "onlink"); err != nil {
+				return err
+			}
+			if p.IP6.IsValid() && n.IP6.IsValid() {
+				if err := ip("-n", n.Namespace, "-6", "route", "add", p.IP6.String()+"/128", "via", via.IP6.String(), "dev", "fab", "onlink"); err != nil {
 					return err
 				}
 			}

@@ -73,9 +73,10 @@ func manifests(objs []json.RawMessage) []byte {
 
 // replay runs one scenario in a two-node lab: after every step the agents
 // program the new state, and every pod pair is probed with real packets on
-// the step's TCP and UDP ports; observed must equal the engine's verdict
-// (which the scenario runner has already compared with upstream's).
-func replay(t *testing.T, s *scenario.Scenario, name string) (probed int) {
+// the step's TCP, UDP and SCTP ports, over IPv4 and IPv6; observed must
+// equal the engine's verdict (which the scenario runner has already
+// compared with upstream's).
+func replay(t *testing.T, s *scenario.Scenario, name string, probed map[string]int) {
 	t.Helper()
 	hasNodes := s.Topology != nil && len(s.Topology.Nodes) > 0
 	for _, o := range s.Objects {
@@ -130,26 +131,26 @@ func replay(t *testing.T, s *scenario.Scenario, name string) (probed int) {
 		if err := l.WaitProgrammed(ctx, 20*time.Second); err != nil {
 			return err
 		}
-		var ports []l4.Port
-		for _, p := range st.Ports {
-			if p.Proto != l4.SCTP {
-				ports = append(ports, p)
-			}
-		}
+		ports := st.Ports
 		if len(ports) == 0 {
 			return nil
 		}
 		var wrong []string
-		for _, c := range l.ProbeAll(ctx, ports) {
+		for _, c := range l.ProbeAll(ctx, ports, nil) {
 			if c.Err != nil {
-				return fmt.Errorf("probe %s -> %s %s: %w", c.From, c.To, c.Port, c.Err)
+				return fmt.Errorf("probe %s -> %s (%s) %s: %w", c.From, c.To, c.DstIP, c.Port, c.Err)
 			}
-			probed++
-			f, v := decide(st.Engine, c.From, c.To, c.Port)
+			family := "IPv4"
+			if c.DstIP.Is6() {
+				family = "IPv6"
+			}
+			probed[family]++
+			probed[c.Port.Proto.String()+" "+word(c.Observed)]++
+			f, v := decide(st.Engine, c.SrcIP.String(), c.DstIP.String(), c.Port)
 			if v.Allowed != c.Observed {
 				var trace bytes.Buffer
 				engine.WriteTrace(&trace, f, v)
-				wrong = append(wrong, fmt.Sprintf("%s -> %s %s: kernel %s, predicted %s\n%s", c.From, c.To, c.Port,
+				wrong = append(wrong, fmt.Sprintf("%s -> %s (%s) %s: kernel %s, predicted %s\n%s", c.From, c.To, c.DstIP, c.Port,
 					word(c.Observed), word(v.Allowed), trace.String()))
 			}
 		}
@@ -169,7 +170,6 @@ func replay(t *testing.T, s *scenario.Scenario, name string) (probed int) {
 			t.Errorf("step %q: engine disagrees with the scenario: %s -> %s %s", st.Name, m.From, m.To, m.Port)
 		}
 	}
-	return probed
 }
 
 func decide(e *engine.Engine, from, to string, port l4.Port) (engine.Flow, engine.Verdict) {
@@ -189,8 +189,14 @@ func word(allowed bool) string {
 // TestLabScenarios replays the scenario corpus with real packets.
 func TestLabScenarios(t *testing.T) {
 	requireLab(t)
-	dirs, _ := filepath.Glob("../../testdata/scenarios/*")
-	total := 0
+	// NETPOL_LAB_SCENARIOS narrows the replay to some families, e.g.
+	// "../../testdata/scenarios/k8s-e2e", while working on one of them.
+	pattern := os.Getenv("NETPOL_LAB_SCENARIOS")
+	if pattern == "" {
+		pattern = "../../testdata/scenarios/*"
+	}
+	dirs, _ := filepath.Glob(pattern)
+	probed := map[string]int{}
 	for _, dir := range dirs {
 		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 			continue
@@ -201,9 +207,16 @@ func TestLabScenarios(t *testing.T) {
 		}
 		for i, s := range scenarios {
 			t.Run(filepath.Base(dir)+"/"+strings.TrimSuffix(filepath.Base(s.File), ".yaml"), func(t *testing.T) {
-				total += replay(t, s, fmt.Sprintf("t%d", i))
+				replay(t, s, fmt.Sprintf("t%d", i), probed)
 			})
 		}
 	}
-	t.Logf("%d flows probed with real packets", total)
+	t.Logf("flows probed with real packets: %v", probed)
+	// The corpus has allowed and denied flows of every protocol over both
+	// families; a probe that silently stopped working would show here.
+	for _, k := range []string{"IPv4", "IPv6", "TCP allowed", "TCP denied", "UDP allowed", "UDP denied", "SCTP allowed", "SCTP denied"} {
+		if probed[k] == 0 && !t.Failed() && os.Getenv("NETPOL_LAB_SCENARIOS") == "" {
+			t.Errorf("no %s flow was probed", k)
+		}
+	}
 }

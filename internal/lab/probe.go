@@ -13,7 +13,8 @@ import (
 	"github.com/netpol/netpol/internal/l4"
 )
 
-// Servers listens on every pod's declared TCP and UDP ports until Close.
+// Servers listens on every pod's declared TCP and UDP ports, on each of its
+// addresses, until Close.
 // A TCP server accepts and closes; a UDP server echoes one datagram.
 type Servers struct {
 	closers []interface{ Close() error }
@@ -24,23 +25,25 @@ func (l *Lab) Serve() (*Servers, error) {
 	s := &Servers{}
 	for _, p := range l.Pods {
 		err := inNamespace(p.Namespace, func() error {
-			for _, port := range p.Ports {
-				addr := net.JoinHostPort(p.IP.String(), strconv.Itoa(int(port.Num)))
-				switch port.Proto {
-				case l4.TCP:
-					ln, err := net.Listen("tcp4", addr)
-					if err != nil {
-						return err
+			for _, ip := range p.Addrs() {
+				for _, port := range p.Ports {
+					addr := net.JoinHostPort(ip.String(), strconv.Itoa(int(port.Num)))
+					switch port.Proto {
+					case l4.TCP:
+						ln, err := net.Listen(network("tcp", ip), addr)
+						if err != nil {
+							return err
+						}
+						s.closers = append(s.closers, ln)
+						go acceptLoop(ln)
+					case l4.UDP:
+						pc, err := net.ListenPacket(network("udp", ip), addr)
+						if err != nil {
+							return err
+						}
+						s.closers = append(s.closers, pc)
+						go echoLoop(pc)
 					}
-					s.closers = append(s.closers, ln)
-					go acceptLoop(ln)
-				case l4.UDP:
-					pc, err := net.ListenPacket("udp4", addr)
-					if err != nil {
-						return err
-					}
-					s.closers = append(s.closers, pc)
-					go echoLoop(pc)
 				}
 			}
 			return nil
@@ -51,6 +54,31 @@ func (l *Lab) Serve() (*Servers, error) {
 		}
 	}
 	return s, nil
+}
+
+// Addrs are the pod's addresses: IPv4, then IPv6 if it has one.
+func (p Pod) Addrs() []netip.Addr {
+	if p.IP6.IsValid() {
+		return []netip.Addr{p.IP, p.IP6}
+	}
+	return []netip.Addr{p.IP}
+}
+
+// Addr returns the pod's address of the family of like.
+func (p Pod) Addr(like netip.Addr) (netip.Addr, bool) {
+	if like.Is4() {
+		return p.IP, p.IP.IsValid()
+	}
+	return p.IP6, p.IP6.IsValid()
+}
+
+// network names the socket family for an address: "tcp" becomes tcp4 or
+// tcp6, so that a probe never falls back to the other family.
+func network(proto string, ip netip.Addr) string {
+	if ip.Is4() {
+		return proto + "4"
+	}
+	return proto + "6"
 }
 
 // Close stops every listener.
@@ -97,12 +125,17 @@ func echoLoop(pc net.PacketConn) {
 }
 
 // ProbeTimeout is how long a probe waits: denied traffic is dropped, so a
-// denied probe always takes this long.
-const ProbeTimeout = 1200 * time.Millisecond
+// denied probe always takes this long (twice: ProbeAll retries timeouts).
+// Between namespaces of one machine an allowed handshake takes well under
+// a millisecond.
+const ProbeTimeout = 800 * time.Millisecond
 
-// Probe reports whether src reaches dst on port with a real connection: a
-// TCP handshake, or a UDP datagram echoed back.
+// Probe reports whether src reaches dst on port with real packets: a TCP
+// handshake, a UDP datagram echoed back, or an SCTP INIT that arrives.
 func (l *Lab) Probe(src Pod, dst netip.Addr, port l4.Port) (bool, error) {
+	if port.Proto == l4.SCTP {
+		return l.probeSCTP(src, dst, port.Num)
+	}
 	addr := net.JoinHostPort(dst.String(), strconv.Itoa(int(port.Num)))
 	var conn net.Conn
 	var dialErr error
@@ -110,9 +143,9 @@ func (l *Lab) Probe(src Pod, dst netip.Addr, port l4.Port) (bool, error) {
 		d := net.Dialer{Timeout: ProbeTimeout}
 		switch port.Proto {
 		case l4.TCP:
-			conn, dialErr = d.Dial("tcp4", addr)
+			conn, dialErr = d.Dial(network("tcp", dst), addr)
 		case l4.UDP:
-			conn, dialErr = d.Dial("udp4", addr)
+			conn, dialErr = d.Dial(network("udp", dst), addr)
 		default:
 			return fmt.Errorf("cannot probe %s", port)
 		}
@@ -147,32 +180,55 @@ func (l *Lab) Probe(src Pod, dst netip.Addr, port l4.Port) (bool, error) {
 	return true, nil
 }
 
-// Cell is one probed flow.
+// Cell is one probed flow: from pod From's address of the family of SrcIP
+// to pod To at DstIP.
 type Cell struct {
-	From, To string
-	Port     l4.Port
-	Observed bool
-	Err      error
+	From, To     string
+	SrcIP, DstIP netip.Addr
+	Port         l4.Port
+	Observed     bool
+	Err          error
 }
 
 // ProbeAll probes every ordered pair of distinct pods on every port the
-// destination serves among ports (all its ports when ports is nil), in
-// parallel. Probes that time out are tried once more, together, before
-// they count as denied: a denied flow never connects, an allowed one may be
-// unlucky once.
-func (l *Lab) ProbeAll(ctx context.Context, ports []l4.Port) []Cell {
+// destination serves among ports (all its ports when ports is nil), over
+// each address family both pods have, in parallel. Probes that time out are
+// tried once more, together, before they count as denied: a denied flow
+// never connects, an allowed one may be unlucky once. progress, when not
+// nil, is called as probes finish.
+func (l *Lab) ProbeAll(ctx context.Context, ports []l4.Port, progress func(done, total int)) []Cell {
 	var cells []Cell
 	for _, src := range l.Pods {
 		for _, dst := range l.Pods {
 			if src.Key == dst.Key {
 				continue
 			}
-			for _, port := range dst.Ports {
-				if ports == nil || contains(ports, port) {
-					cells = append(cells, Cell{From: src.Key, To: dst.Key, Port: port})
+			for _, dstIP := range dst.Addrs() {
+				srcIP, ok := src.Addr(dstIP)
+				if !ok {
+					continue
+				}
+				for _, port := range dst.Ports {
+					if ports == nil || contains(ports, port) {
+						cells = append(cells, Cell{From: src.Key, To: dst.Key, SrcIP: srcIP, DstIP: dstIP, Port: port})
+					}
 				}
 			}
 		}
+	}
+	var mu sync.Mutex
+	done, total := 0, len(cells)
+	report := func(again int) {
+		if progress == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		total += again
+		if again == 0 {
+			done++
+		}
+		progress(done, total)
 	}
 	byKey := map[string]Pod{}
 	for _, p := range l.Pods {
@@ -189,8 +245,8 @@ func (l *Lab) ProbeAll(ctx context.Context, ports []l4.Port) []Cell {
 			wg.Add(1)
 			sem <- struct{}{}
 			go func(c *Cell) {
-				defer func() { <-sem; wg.Done() }()
-				c.Observed, c.Err = l.Probe(byKey[c.From], byKey[c.To].IP, c.Port)
+				defer func() { <-sem; wg.Done(); report(0) }()
+				c.Observed, c.Err = l.Probe(byKey[c.From], c.DstIP, c.Port)
 			}(&cells[i])
 		}
 		wg.Wait()
@@ -205,6 +261,9 @@ func (l *Lab) ProbeAll(ctx context.Context, ports []l4.Port) []Cell {
 		if !c.Observed && c.Err == nil {
 			again = append(again, i)
 		}
+	}
+	if len(again) > 0 {
+		report(len(again))
 	}
 	probe(again)
 	return cells
@@ -225,7 +284,7 @@ func (l *Lab) Dial(src Pod, dst netip.Addr, port l4.Port) (net.Conn, error) {
 	var dialErr error
 	err := inNamespace(src.Namespace, func() error {
 		d := net.Dialer{Timeout: ProbeTimeout}
-		conn, dialErr = d.Dial("tcp4", net.JoinHostPort(dst.String(), strconv.Itoa(int(port.Num))))
+		conn, dialErr = d.Dial(network("tcp", dst), net.JoinHostPort(dst.String(), strconv.Itoa(int(port.Num))))
 		return nil
 	})
 	if err != nil {

@@ -163,3 +163,31 @@ func TestSyncRestartReconciles(t *testing.T) {
 		t.Errorf("after restart without policies: chains %v, sets %v; want only the fixed chains and no sets", chains, sets)
 	}
 }
+
+// TestBaseChains pins the fixed part of the table: replies first, IPv6
+// neighbour discovery with the node never filtered (without it an
+// egress-isolated pod could not even resolve its gateway), then the policy
+// chains.
+func TestBaseChains(t *testing.T) {
+	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
+	if _, err := nft.New(fake).Sync(context.Background(), compileYAML(t, cluster)); err != nil {
+		t.Fatal(err)
+	}
+	for chain, want := range map[string][]string{
+		"forward": {"ct state established,related accept", "jump egress", "jump ingress"},
+		"input": {"ct state established,related accept",
+			"icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } accept", "jump egress"},
+	} {
+		rules, err := fake.ListRules(context.Background(), chain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range rules {
+			got = append(got, r.Rule)
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("chain %s:\n%s\nwant:\n%s", chain, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}

@@ -162,6 +162,8 @@ func writeBaseRules(tx *knftables.Transaction) {
 	tx.Add(&knftables.Rule{Chain: chainForward, Rule: "jump " + chainEgress})
 	tx.Add(&knftables.Rule{Chain: chainForward, Rule: "jump " + chainIngress})
 	tx.Add(&knftables.Rule{Chain: chainInput, Rule: "ct state established,related accept"})
+	tx.Add(&knftables.Rule{Chain: chainInput, Rule: "icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } accept",
+		Comment: knftables.PtrTo("IPv6 neighbour discovery with the node is link plumbing, as ARP is")})
 	tx.Add(&knftables.Rule{Chain: chainInput, Rule: "jump " + chainEgress,
 		Comment: knftables.PtrTo("pods talking to this node's own addresses")})
 }

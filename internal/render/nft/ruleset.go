@@ -8,7 +8,8 @@
 // Layout of the table:
 //
 //	forward (hook forward): established/related accept; jump egress; jump ingress
-//	input   (hook input):   established/related accept; jump egress
+//	input   (hook input):   established/related accept; IPv6 neighbour
+//	                        discovery accept; jump egress
 //	egress:  ip saddr vmap @egress-4   (local pod -> its egress table chain)
 //	ingress: ip daddr vmap @ingress-4  (local pod -> its ingress table chain)
 //	in-<hash>, eg-<hash>: one chain per IR table, shared by its pods;
