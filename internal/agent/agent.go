@@ -25,18 +25,16 @@ import (
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/render/nft"
-	"github.com/netpol/netpol/internal/source"
 )
 
 // Config of an agent.
 type Config struct {
 	Node     string
-	Source   []string      // manifest files and directories
-	Interval time.Duration // how often the source is looked at
+	Input    Input
+	Interval time.Duration // how often the input is looked at
 	// Status, when set, is a file rewritten after every pass with the
 	// fingerprint of the input that is programmed (see Status).
 	Status   string
-	Decoder  source.Options
 	Pipeline pipeline.Options
 	// DryRun prints each transaction to Log instead of running it.
 	DryRun bool
@@ -100,6 +98,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		case <-a.cfg.Input.Changed(): // a nil channel never fires
 		}
 	}
 }
@@ -107,22 +106,16 @@ func (a *Agent) Run(ctx context.Context) error {
 // Pass reads the input and, if it changed since the last good pass,
 // programs it.
 func (a *Agent) Pass(ctx context.Context) error {
-	files, err := source.ReadFiles(a.cfg.Source)
+	objects, decoded, fp, err := a.cfg.Input.Read()
 	if err != nil {
 		return a.fail(err)
 	}
-	fp := source.Fingerprint(files)
 	if fp == a.status.Programmed && a.status.Error == "" || fp == a.badInput {
 		return nil // programmed already, or known to be invalid
 	}
 	start := time.Now()
 	a.status.Input = fp
-	dec := &source.Decoder{Options: a.cfg.Decoder}
-	var objects []source.Object
-	for _, f := range files {
-		objects = append(objects, dec.Decode(f.Name, f.Data)...)
-	}
-	e, diags, err := pipeline.Build(objects, dec.Diags, a.cfg.Pipeline)
+	e, diags, err := pipeline.Build(objects, decoded, a.cfg.Pipeline)
 	for _, d := range diags.Warnings() {
 		klog.InfoS("Input warning", "finding", d.String())
 	}

@@ -8,24 +8,27 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/knftables"
 
 	"github.com/netpol/netpol/internal/agent"
 	"github.com/netpol/netpol/internal/dataplane"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/source"
+	"github.com/netpol/netpol/internal/source/kube"
 )
 
 func newAgent() *cobra.Command {
 	var cfg agent.Config
 	var sources []string
-	var anpShape string
-	var once bool
+	var anpShape, kubeconfig, kubeContext string
+	var inCluster, once bool
 	cmd := &cobra.Command{
-		Use:   "agent --node NAME --source DIR",
+		Use:   "agent --node NAME (--source DIR | --kubeconfig FILE | --in-cluster)",
 		Short: "Enforce the policies for the pods of one node with nftables",
 		Long: `agent programs the kernel of one node: it reads the manifests under --source,
-compiles what the node's pods must enforce (see netpol compile) and loads it
+or watches a Kubernetes API server (--kubeconfig, --context, or --in-cluster
+when it runs as a DaemonSet pod), compiles what the node's pods must enforce (see netpol compile) and loads it
 into the nftables table "inet netpol" in one transaction. Then it watches the
 source: on every change it sends only the difference (a pod joining a
 selector is one set element; a changed policy rewrites only its chains), and
@@ -34,7 +37,8 @@ existing connections are cut as well as new ones refused.
 
 On start it takes over whatever "inet netpol" holds (after a restart or a
 crash) in the same single transaction: there is no moment without rules and
-no stale rule is left. When the input is invalid or the kernel refuses the
+no stale rule is left. While the API server is unreachable the rules last
+programmed stay, and the watch catches up when it is back. When the input is invalid or the kernel refuses the
 transaction, the rules last programmed stay in place and the error is logged
 and written to --status.
 
@@ -42,7 +46,9 @@ Needs root (CAP_NET_ADMIN) and the nft binary; --dry-run needs neither
 netlink nor write access: it prints each transaction instead.`,
 		Example: `  netpol agent --node node-1 --source /etc/netpol/manifests
   NODE_NAME=node-1 netpol agent --source manifests/ --status /run/netpol/status.json
-  netpol agent --node node-1 --source examples/tenants --dry-run --once`,
+  netpol agent --node node-1 --source examples/tenants --dry-run --once
+  netpol agent --node node-1 --kubeconfig ~/.kube/config --dry-run
+  NODE_NAME=node-1 netpol agent --in-cluster`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Node == "" {
@@ -51,14 +57,41 @@ netlink nor write access: it prints each transaction instead.`,
 			if cfg.Node == "" {
 				return usageError{fmt.Errorf("--node is required (or set NODE_NAME)")}
 			}
-			if len(sources) == 0 {
-				return usageError{fmt.Errorf("--source is required")}
-			}
 			shape, err := source.ParseANPShape(anpShape)
 			if err != nil {
 				return usageError{err}
 			}
-			cfg.Source, cfg.Decoder = sources, source.Options{ANPShape: shape}
+			opts := source.Options{ANPShape: shape}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			cluster := inCluster || kubeconfig != "" || kubeContext != ""
+			switch {
+			case len(sources) > 0 && cluster:
+				return usageError{fmt.Errorf("read either manifests (--source) or a cluster (--kubeconfig, --context, --in-cluster), not both")}
+			case len(sources) > 0:
+				cfg.Input = &agent.Files{Paths: sources, Options: opts}
+			case cluster:
+				var rc *rest.Config
+				if inCluster {
+					rc, err = rest.InClusterConfig()
+				} else {
+					rc, err = restConfig(kubeconfig, kubeContext)
+				}
+				if err != nil {
+					return usageError{fmt.Errorf("no cluster: %w", err)}
+				}
+				w, err := kube.NewWatch(rc, opts)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "netpol agent: listing the cluster at %s...\n", rc.Host)
+				if err := w.Start(ctx); err != nil {
+					return err
+				}
+				cfg.Input = w
+			default:
+				return usageError{fmt.Errorf("no input: give --source DIR, or a cluster with --kubeconfig, --context or --in-cluster")}
+			}
 			var iface knftables.Interface
 			if cfg.DryRun {
 				iface = knftables.NewFake(knftables.InetFamily, nft.TableName)
@@ -70,8 +103,6 @@ netlink nor write access: it prints each transaction instead.`,
 			}
 			out := cmd.OutOrStdout()
 			a := agent.New(cfg, nft.New(iface), func(tx string) { fmt.Fprint(out, tx) })
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			if once {
 				return a.Pass(ctx)
 			}
@@ -81,7 +112,10 @@ netlink nor write access: it prints each transaction instead.`,
 	fl := cmd.Flags()
 	fl.StringVar(&cfg.Node, "node", "", "the node whose pods to program (default: $NODE_NAME)")
 	fl.StringSliceVar(&sources, "source", nil, "manifest files or directories to watch; repeatable")
-	fl.DurationVar(&cfg.Interval, "interval", 500*time.Millisecond, "how often to look at the source for changes")
+	fl.StringVar(&kubeconfig, "kubeconfig", "", "watch the cluster of this kubeconfig")
+	fl.StringVar(&kubeContext, "context", "", "the kubeconfig context of the cluster to watch")
+	fl.BoolVar(&inCluster, "in-cluster", false, "watch the cluster this pod runs in (service account credentials)")
+	fl.DurationVar(&cfg.Interval, "interval", 500*time.Millisecond, "how often to look at the input for changes (a cluster watch also wakes the agent on every change)")
 	fl.StringVar(&cfg.Status, "status", "", "file to rewrite with the agent's status (JSON) after every pass")
 	fl.BoolVar(&cfg.DryRun, "dry-run", false, "print each nftables transaction instead of applying it")
 	fl.BoolVar(&once, "once", false, "program once and exit (exit 1 if that failed)")

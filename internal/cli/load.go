@@ -6,17 +6,22 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/netpol/netpol/internal/diag"
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/source"
+	"github.com/netpol/netpol/internal/source/kube"
 	"github.com/netpol/netpol/internal/state"
 )
 
 // inputFlags are the flags of every command that reads a cluster.
 type inputFlags struct {
 	files      []string
+	kubeconfig string
+	context    string
 	anpShape   string
 	legacy     bool
 	replicaCap int
@@ -26,6 +31,8 @@ type inputFlags struct {
 func (f *inputFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringSliceVarP(&f.files, "filename", "f", nil, "manifests to read: files, directories (recursive) or - for stdin; repeatable")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "read a live cluster through this kubeconfig (without -f, the usual kubeconfig is used: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	fl.StringVar(&f.context, "context", "", "the kubeconfig context of the live cluster")
 	fl.StringVar(&f.anpShape, "anp-shape", "auto", "AdminNetworkPolicy/BaselineAdminNetworkPolicy peer shape: auto, v0.1.7 (released: namespaces is a label selector) or kep (KEP-2091/v0.1.1: namespaces has namespaceSelector, sameLabels, notSameLabels, related)")
 	fl.BoolVar(&f.legacy, "legacy-namespace-isolation", false, "evaluate ingress as the v1beta1 proposal did: the namespace annotation net.beta.kubernetes.io/network-policy {\"ingress\":{\"isolation\":\"DefaultDeny\"}} isolates its pods, and NetworkPolicies isolate nothing for ingress elsewhere")
 	fl.IntVar(&f.replicaCap, "replica-cap", state.DefaultReplicaCap, "most pods modelled per workload")
@@ -40,20 +47,32 @@ const slowLoad = 2 * time.Second
 // Errors in the input are returned as a diag.InputError (exit 2); warnings
 // go to stderr.
 func (f *inputFlags) load(cmd *cobra.Command) (*engine.Engine, error) {
-	if len(f.files) == 0 {
-		return nil, usageError{fmt.Errorf("no input: give manifests with -f FILE|DIR|-")}
-	}
 	shape, err := source.ParseANPShape(f.anpShape)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	start := time.Now()
-	dec := &source.Decoder{Options: source.Options{ANPShape: shape}}
-	objects, err := dec.Load(f.files, cmd.InOrStdin())
-	if err != nil {
-		return nil, err
+	var objects []source.Object
+	var decoded diag.List
+	switch {
+	case len(f.files) > 0 && (f.kubeconfig != "" || f.context != ""):
+		return nil, usageError{fmt.Errorf("read either manifests (-f) or a cluster (--kubeconfig/--context), not both")}
+	case len(f.files) > 0:
+		dec := &source.Decoder{Options: source.Options{ANPShape: shape}}
+		if objects, err = dec.Load(f.files, cmd.InOrStdin()); err != nil {
+			return nil, err
+		}
+		decoded = dec.Diags
+	default:
+		cfg, err := restConfig(f.kubeconfig, f.context)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("no input: give manifests with -f FILE|DIR|- or a cluster with --kubeconfig/--context (%v)", err)}
+		}
+		if objects, decoded, err = kube.List(cmd.Context(), cfg, source.Options{ANPShape: shape}); err != nil {
+			return nil, fmt.Errorf("reading the cluster at %s: %w", cfg.Host, err)
+		}
 	}
-	e, diags, err := pipeline.Build(objects, dec.Diags, pipeline.Options{ReplicaCap: f.replicaCap, LegacyNamespaceIsolation: f.legacy})
+	e, diags, err := pipeline.Build(objects, decoded, pipeline.Options{ReplicaCap: f.replicaCap, LegacyNamespaceIsolation: f.legacy})
 	if err != nil {
 		f.warn(cmd.ErrOrStderr(), diags)
 		return nil, err
@@ -65,6 +84,15 @@ func (f *inputFlags) load(cmd *cobra.Command) (*engine.Engine, error) {
 			len(objects), len(e.Cluster().Pods), len(e.Cluster().Policies), st.NamespaceSelectors+st.PodSelectors, took.Round(time.Millisecond))
 	}
 	return e, nil
+}
+
+// restConfig finds the cluster as kubectl does: an explicit kubeconfig,
+// else $KUBECONFIG or ~/.kube/config, else the in-cluster service account.
+func restConfig(kubeconfig, context string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 }
 
 func (f *inputFlags) warn(w io.Writer, diags diag.List) {

@@ -192,9 +192,10 @@ func (l *Lab) Up(exe string, manifests []byte, w io.Writer) (err error) {
 		return err
 	}
 	fabric := "netpol-" + l.Name + "-fabric"
-	steps := [][]string{{"netns", "add", fabric}, {"-n", fabric, "link", "add", "br0", "type", "bridge"},
-		{"-n", fabric, "link", "set", "br0", "up"}}
-	for _, s := range steps {
+	if err := addNamespace(fabric, noDAD...); err != nil {
+		return err
+	}
+	for _, s := range [][]string{{"-n", fabric, "link", "add", "br0", "type", "bridge"}, {"-n", fabric, "link", "set", "br0", "up"}} {
 		if err := ip(s...); err != nil {
 			return err
 		}
@@ -202,8 +203,11 @@ func (l *Lab) Up(exe string, manifests []byte, w io.Writer) (err error) {
 	for i, n := range l.Nodes {
 		fmt.Fprintf(w, "node %s (%s) %s\n", n.Name, n.IP, n.Namespace)
 		fab := "n" + strconv.Itoa(i)
+		if err := addNamespace(n.Namespace, append([]string{"net.ipv4.ip_forward", "1", "net.ipv4.conf.all.rp_filter", "0",
+			"net.ipv4.conf.default.rp_filter", "0", "net.ipv6.conf.all.forwarding", "1"}, noDAD...)...); err != nil {
+			return err
+		}
 		cmds := [][]string{
-			{"netns", "add", n.Namespace},
 			{"-n", n.Namespace, "link", "set", "lo", "up"},
 			{"-n", n.Namespace, "link", "add", "fab", "type", "veth", "peer", "name", fab, "netns", fabric},
 			{"-n", fabric, "link", "set", fab, "master", "br0", "up"},
@@ -218,12 +222,6 @@ func (l *Lab) Up(exe string, manifests []byte, w io.Writer) (err error) {
 				return err
 			}
 		}
-		for _, kv := range [][2]string{{"net.ipv4.ip_forward", "1"}, {"net.ipv4.conf.all.rp_filter", "0"},
-			{"net.ipv4.conf.default.rp_filter", "0"}, {"net.ipv6.conf.all.forwarding", "1"}} {
-			if err := sysctl(n.Namespace, kv[0], kv[1]); err != nil {
-				return err
-			}
-		}
 	}
 	nodeByName := map[string]Node{}
 	for _, n := range l.Nodes {
@@ -233,8 +231,10 @@ func (l *Lab) Up(exe string, manifests []byte, w io.Writer) (err error) {
 		fmt.Fprintf(w, "pod %s (%s) on %s\n", p.Key, strings.Trim(fmt.Sprint(p.Addrs()), "[]"), p.Node)
 		n := nodeByName[p.Node]
 		veth := "p" + strconv.Itoa(i)
+		if err := addNamespace(p.Namespace, noDAD...); err != nil {
+			return err
+		}
 		cmds := [][]string{
-			{"netns", "add", p.Namespace},
 			{"-n", p.Namespace, "link", "set", "lo", "up"},
 			{"-n", p.Namespace, "link", "add", "eth0", "type", "veth", "peer", "name", veth, "netns", n.Namespace},
 			{"-n", p.Namespace, "addr", "add", p.IP.String() + "/32", "dev", "eth0"},

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,20 +198,36 @@ func TestLabScenarios(t *testing.T) {
 	}
 	dirs, _ := filepath.Glob(pattern)
 	probed := map[string]int{}
-	for _, dir := range dirs {
-		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
-			continue
+	var mu sync.Mutex
+	// Scenarios run in parallel (up to -parallel, GOMAXPROCS by default):
+	// a lab mostly waits for denied probes to time out. The group returns
+	// when all of them are done.
+	t.Run("corpus", func(t *testing.T) {
+		n := 0
+		for _, dir := range dirs {
+			if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+				continue
+			}
+			scenarios, err := scenario.LoadFiles([]string{dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range scenarios {
+				name := fmt.Sprintf("t%d", n) // lab names are unique across the run
+				n++
+				t.Run(filepath.Base(dir)+"/"+strings.TrimSuffix(filepath.Base(s.File), ".yaml"), func(t *testing.T) {
+					t.Parallel()
+					counts := map[string]int{}
+					replay(t, s, name, counts)
+					mu.Lock()
+					defer mu.Unlock()
+					for k, v := range counts {
+						probed[k] += v
+					}
+				})
+			}
 		}
-		scenarios, err := scenario.LoadFiles([]string{dir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, s := range scenarios {
-			t.Run(filepath.Base(dir)+"/"+strings.TrimSuffix(filepath.Base(s.File), ".yaml"), func(t *testing.T) {
-				replay(t, s, fmt.Sprintf("t%d", i), probed)
-			})
-		}
-	}
+	})
 	t.Logf("flows probed with real packets: %v", probed)
 	// The corpus has allowed and denied flows of every protocol over both
 	// families; a probe that silently stopped working would show here.

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -21,14 +22,35 @@ func ip(args ...string) error {
 	return nil
 }
 
-// sysctl sets a kernel parameter inside a network namespace.
-func sysctl(ns, key, value string) error {
-	out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-qw", key+"="+value).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("sysctl %s=%s in %s: %v: %s", key, value, ns, err, strings.TrimSpace(string(out)))
-	}
-	return nil
+// sysctl sets kernel parameters ("net.ipv4.ip_forward", "1", ...) inside a
+// network namespace. /proc/sys/net belongs to the namespace of the thread
+// that opens it, so a write from a thread moved into ns is enough.
+func sysctl(ns string, kv ...string) error {
+	return inNamespace(ns, func() error {
+		for i := 0; i+1 < len(kv); i += 2 {
+			path := "/proc/sys/" + strings.ReplaceAll(kv[i], ".", "/")
+			if err := os.WriteFile(path, []byte(kv[i+1]), 0o644); err != nil {
+				return fmt.Errorf("sysctl %s=%s in %s: %w", kv[i], kv[i+1], ns, err)
+			}
+		}
+		return nil
+	})
 }
+
+// addNamespace creates a network namespace and sets its sysctls before any
+// interface exists, so that new interfaces inherit the defaults.
+func addNamespace(name string, kv ...string) error {
+	if err := ip("netns", "add", name); err != nil {
+		return err
+	}
+	return sysctl(name, kv...)
+}
+
+// noDAD turns off IPv6 duplicate address detection for the interfaces that
+// will be made in ns: lab addresses are unique by construction, and a
+// tentative link-local address would delay the first packets of a new
+// namespace by a second or two.
+var noDAD = []string{"net.ipv6.conf.all.accept_dad", "0", "net.ipv6.conf.default.accept_dad", "0"}
 
 // inNamespace runs fn on an OS thread switched into the named network
 // namespace. Sockets made by fn stay in that namespace when used later from

@@ -128,7 +128,7 @@ func echoLoop(pc net.PacketConn) {
 // denied probe always takes this long (twice: ProbeAll retries timeouts).
 // Between namespaces of one machine an allowed handshake takes well under
 // a millisecond.
-const ProbeTimeout = 800 * time.Millisecond
+const ProbeTimeout = 600 * time.Millisecond
 
 // Probe reports whether src reaches dst on port with real packets: a TCP
 // handshake, a UDP datagram echoed back, or an SCTP INIT that arrives.

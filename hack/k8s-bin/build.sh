@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds the kube-apiserver and etcd that the Kubernetes integration tests
+# (internal/kubetest) run, from the versions pinned in this directory's
+# go.mod, using nothing but the Go module proxy.
+#
+# The binaries go to a cache directory keyed by a hash of go.mod and go.sum,
+# so a pin change builds afresh and an unchanged pin costs nothing:
+#
+#   ${NETPOL_K8S_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/netpol/k8s-bin}/<key>/
+#
+# internal/kubetest computes the same key; keep the two in step. The key sees
+# only the pins: after changing this script or etcd/main.go, delete the
+# directory. The only line on stdout is the directory. A cold build takes
+# several minutes.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+key="$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -c1-16)"
+dir="${NETPOL_K8S_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/netpol/k8s-bin}/$key"
+
+if [ -x "$dir/kube-apiserver" ] && [ -x "$dir/etcd" ]; then
+  echo "$dir"
+  exit 0
+fi
+
+cd "$here"
+# Release builds stamp the version; without it /version says v0.0.0-master.
+version="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+minor="$(echo "$version" | cut -d. -f2)"
+vpkg=k8s.io/component-base/version
+ldflags="-s -w -X $vpkg.gitVersion=$version -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor -X $vpkg.gitTreeState=clean"
+
+mkdir -p "$dir"
+# Build into a scratch directory beside the target and rename at the end, so
+# an interrupted build never leaves a half-written binary that looks cached.
+tmp="$(mktemp -d "$dir.tmp.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+
+echo "building kube-apiserver $version and etcd into $dir" >&2
+# One go build for both lets the compiler interleave their packages.
+CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$tmp/" \
+  k8s.io/kubernetes/cmd/kube-apiserver ./etcd
+
+mv "$tmp/etcd" "$dir/etcd"
+mv "$tmp/kube-apiserver" "$dir/kube-apiserver"
+echo "$dir"

@@ -1,0 +1,47 @@
+package agent
+
+import (
+	"github.com/netpol/netpol/internal/diag"
+	"github.com/netpol/netpol/internal/source"
+)
+
+// Input is where the agent reads the cluster: manifest files, or a
+// Kubernetes API server through informers (package source/kube).
+type Input interface {
+	// Read returns the objects, the decoder's findings, and a fingerprint
+	// that changes whenever the objects do.
+	Read() ([]source.Object, diag.List, string, error)
+	// Changed receives after changes, or is nil: the agent also reads the
+	// input every Config.Interval.
+	Changed() <-chan struct{}
+}
+
+// Files is the file input: manifests under some paths, read again on every
+// look and decoded only when their content changed.
+type Files struct {
+	Paths   []string
+	Options source.Options
+
+	fingerprint string
+	objects     []source.Object
+	diags       diag.List
+}
+
+func (f *Files) Read() ([]source.Object, diag.List, string, error) {
+	files, err := source.ReadFiles(f.Paths)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	fp := source.Fingerprint(files)
+	if fp != f.fingerprint {
+		dec := &source.Decoder{Options: f.Options}
+		var objects []source.Object
+		for _, file := range files {
+			objects = append(objects, dec.Decode(file.Name, file.Data)...)
+		}
+		f.fingerprint, f.objects, f.diags = fp, objects, dec.Diags
+	}
+	return f.objects, f.diags, f.fingerprint, nil
+}
+
+func (f *Files) Changed() <-chan struct{} { return nil }

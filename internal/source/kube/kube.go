@@ -1,0 +1,367 @@
+// Package kube is the Kubernetes source: it reads the objects policy needs
+// from an API server, through the same decoder as the file source, so the
+// layers below see the same objects whether they came from YAML files or
+// from a cluster. List reads once (the CLI); Watch keeps a mirror current
+// with informers and says when it changed (the agent). It imports source
+// and diag, and nothing below it.
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/netpol/netpol/internal/diag"
+	"github.com/netpol/netpol/internal/source"
+)
+
+// Admin policy resources. A cluster without their CRDs simply has none.
+var (
+	ANP  = schema.GroupVersionResource{Group: "policy.networking.k8s.io", Version: "v1alpha1", Resource: "adminnetworkpolicies"}
+	BANP = schema.GroupVersionResource{Group: "policy.networking.k8s.io", Version: "v1alpha1", Resource: "baselineadminnetworkpolicies"}
+	CNP  = schema.GroupVersionResource{Group: "policy.networking.k8s.io", Version: "v1alpha2", Resource: "clusternetworkpolicies"}
+)
+
+// kinds of the core resources, to restore the TypeMeta that the API server
+// leaves out of list items and watch events.
+var (
+	kindNamespace     = metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}
+	kindPod           = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	kindNode          = metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}
+	kindNetworkPolicy = metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"}
+)
+
+// List reads every object policy needs once, as the CLI does for a live
+// cluster.
+func List(ctx context.Context, cfg *rest.Config, opts source.Options) ([]source.Object, diag.List, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := newMirror(opts)
+	list := metav1.ListOptions{}
+	nss, err := cs.CoreV1().Namespaces().List(ctx, list)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	for i := range nss.Items {
+		m.set(&nss.Items[i], kindNamespace)
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, list)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	for i := range nodes.Items {
+		m.set(&nodes.Items[i], kindNode)
+	}
+	pods, err := cs.CoreV1().Pods("").List(ctx, list)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing pods: %w", err)
+	}
+	for i := range pods.Items {
+		m.set(StripPod(&pods.Items[i]), kindPod)
+	}
+	nps, err := cs.NetworkingV1().NetworkPolicies("").List(ctx, list)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing NetworkPolicies: %w", err)
+	}
+	for i := range nps.Items {
+		m.set(&nps.Items[i], kindNetworkPolicy)
+	}
+	served, err := servedAdminResources(cs.Discovery())
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, gvr := range served {
+		l, err := dyn.Resource(gvr).List(ctx, list)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing %s: %w", gvr.Resource, err)
+		}
+		for i := range l.Items {
+			m.set(&l.Items[i], metav1.TypeMeta{})
+		}
+	}
+	objs, diags, _ := m.snapshot()
+	return objs, diags, nil
+}
+
+// servedAdminResources returns the admin policy resources the API server
+// serves (their CRDs may not be installed).
+func servedAdminResources(d discovery.DiscoveryInterface) ([]schema.GroupVersionResource, error) {
+	var out []schema.GroupVersionResource
+	for _, gvr := range []schema.GroupVersionResource{ANP, BANP, CNP} {
+		res, err := d.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+		if err != nil {
+			continue // group or version not served: no such CRD here
+		}
+		for _, r := range res.APIResources {
+			if r.Name == gvr.Resource {
+				out = append(out, gvr)
+			}
+		}
+	}
+	return out, nil
+}
+
+// StripPod keeps what policy needs of a pod: identity, labels, node,
+// host networking, container ports and addresses. Informers hold every pod
+// of the cluster, so the rest (specs, statuses, managed fields) would cost
+// memory for nothing.
+func StripPod(p *corev1.Pod) *corev1.Pod {
+	out := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels,
+			UID: p.UID, ResourceVersion: p.ResourceVersion},
+		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName, HostNetwork: p.Spec.HostNetwork},
+		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs,
+			HostIP: p.Status.HostIP},
+	}
+	for _, c := range p.Spec.Containers {
+		if len(c.Ports) > 0 {
+			out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Ports: c.Ports})
+		}
+	}
+	return out
+}
+
+// mirror holds the decoded objects by kind, namespace and name. Each object
+// is decoded once, when it changes.
+type mirror struct {
+	opts    source.Options
+	mu      sync.Mutex
+	objects map[string]decoded
+	version uint64
+}
+
+type decoded struct {
+	objs  []source.Object
+	diags diag.List
+}
+
+func newMirror(opts source.Options) *mirror {
+	return &mirror{opts: opts, objects: map[string]decoded{}}
+}
+
+// set decodes obj (typed, with tm as its TypeMeta, or unstructured) and
+// stores it, replacing its previous version.
+func (m *mirror) set(obj runtime.Object, tm metav1.TypeMeta) {
+	acc, err := metaAccessor(obj)
+	if err != nil {
+		return
+	}
+	if tm.Kind != "" {
+		obj.GetObjectKind().SetGroupVersionKind(tm.GroupVersionKind())
+	}
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	label := fmt.Sprintf("%s %s", kind, ref(acc.GetNamespace(), acc.GetName()))
+	data, err := json.Marshal(obj)
+	var d decoded
+	if err != nil {
+		d.diags = diag.List{{Severity: diag.Error, Origin: diag.Origin{File: label}, Message: err.Error()}}
+	} else {
+		dec := &source.Decoder{Options: m.opts}
+		d.objs = dec.Decode("cluster: "+label, data)
+		d.diags = dec.Diags
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.objects[kind+"/"+acc.GetNamespace()+"/"+acc.GetName()] = d
+	m.version++
+}
+
+func (m *mirror) remove(obj any, kind string) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	acc, err := metaAccessor(obj)
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.objects, kind+"/"+acc.GetNamespace()+"/"+acc.GetName())
+	m.version++
+}
+
+// snapshot returns every object in a stable order (by kind, namespace and
+// name), their decoding findings, and a version that changes whenever an
+// object does.
+func (m *mirror) snapshot() ([]source.Object, diag.List, string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	keys := make([]string, 0, len(m.objects))
+	for k := range m.objects {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var objs []source.Object
+	var diags diag.List
+	for _, k := range keys {
+		objs = append(objs, m.objects[k].objs...)
+		diags = append(diags, m.objects[k].diags...)
+	}
+	return objs, diags, "cluster-" + strconv.FormatUint(m.version, 10)
+}
+
+func metaAccessor(obj any) (metav1.Object, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T has no object metadata", obj)
+	}
+	return o, nil
+}
+
+func ref(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// Watch mirrors the cluster with informers. Snapshot returns the current
+// objects; Changed receives (coalesced) after every change.
+type Watch struct {
+	m       *mirror
+	changed chan struct{}
+	synced  []cache.InformerSynced
+	start   []func(stop <-chan struct{})
+}
+
+// NewWatch prepares the informers; Start runs them.
+func NewWatch(cfg *rest.Config, opts source.Options) (*Watch, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	w := &Watch{m: newMirror(opts), changed: make(chan struct{}, 1)}
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	typed := []struct {
+		inf cache.SharedIndexInformer
+		tm  metav1.TypeMeta
+	}{
+		{factory.Core().V1().Namespaces().Informer(), kindNamespace},
+		{factory.Core().V1().Nodes().Informer(), kindNode},
+		{factory.Core().V1().Pods().Informer(), kindPod},
+		{factory.Networking().V1().NetworkPolicies().Informer(), kindNetworkPolicy},
+	}
+	if err := typed[2].inf.SetTransform(func(obj any) (any, error) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			return StripPod(p), nil
+		}
+		return obj, nil
+	}); err != nil {
+		return nil, err
+	}
+	for _, t := range typed {
+		w.watch(t.inf, t.tm)
+	}
+	w.start = append(w.start, factory.Start)
+	served, err := servedAdminResources(cs.Discovery())
+	if err != nil {
+		return nil, err
+	}
+	if len(served) < 3 {
+		klog.InfoS("Some admin policy resources are not served; their policies are not read", "served", len(served))
+	}
+	dfactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	for _, gvr := range served {
+		w.watch(dfactory.ForResource(gvr).Informer(), metav1.TypeMeta{})
+	}
+	w.start = append(w.start, dfactory.Start)
+	return w, nil
+}
+
+func (w *Watch) watch(inf cache.SharedIndexInformer, tm metav1.TypeMeta) {
+	kind := tm.Kind
+	onSet := func(obj any) {
+		ro, ok := obj.(runtime.Object)
+		if !ok {
+			return
+		}
+		ro = ro.DeepCopyObject() // the informer's cache is shared: never write to it
+		w.m.set(ro, tm)
+		w.notify()
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    onSet,
+		UpdateFunc: func(_, obj any) { onSet(obj) },
+		DeleteFunc: func(obj any) {
+			k := kind
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				k = u.GetKind()
+			} else if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				if u, ok := t.Obj.(*unstructured.Unstructured); ok {
+					k = u.GetKind()
+				}
+			}
+			w.m.remove(obj, k)
+			w.notify()
+		},
+	})
+	w.synced = append(w.synced, inf.HasSynced)
+}
+
+func (w *Watch) notify() {
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the informers until ctx is done and waits for their first
+// list. While the API server is unreachable the informers retry and the
+// mirror keeps what it had.
+func (w *Watch) Start(ctx context.Context) error {
+	for _, start := range w.start {
+		start(ctx.Done())
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), w.synced...) {
+		return fmt.Errorf("the API server's objects were not listed before the context ended")
+	}
+	return nil
+}
+
+// Snapshot returns the current objects, their decoding findings, and a
+// version that changes whenever an object does.
+func (w *Watch) Snapshot() ([]source.Object, diag.List, string) { return w.m.snapshot() }
+
+// Changed receives after changes; several changes may be reported once.
+func (w *Watch) Changed() <-chan struct{} { return w.changed }
+
+// Ensure the typed objects we restore kinds for are what the informers hand out.
+var _ = []runtime.Object{&corev1.Namespace{}, &corev1.Node{}, &networkingv1.NetworkPolicy{}}
+
+// Read is Snapshot in the shape of the agent's input; it never fails: while
+// the API server is unreachable it returns the last objects listed.
+func (w *Watch) Read() ([]source.Object, diag.List, string, error) {
+	objs, diags, version := w.m.snapshot()
+	return objs, diags, version, nil
+}
