@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/netpol/netpol/internal/compile"
+	"github.com/netpol/netpol/internal/diag"
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/pipeline"
@@ -40,7 +41,21 @@ type Config struct {
 	DryRun bool
 	// Conntrack cuts connections; nil leaves conntrack alone.
 	Conntrack Conntrack
+	// Reporter publishes the outcome of each pass (the policies' status in a
+	// cluster); nil publishes nothing.
+	Reporter Reporter
 }
+
+// Reporter publishes what a pass did: findings holds its findings (errors
+// name the objects left out as invalid), programErr why the kernel does not
+// enforce the input, or nil.
+type Reporter interface {
+	Report(ctx context.Context, findings diag.List, programErr error) error
+}
+
+// noticer is an Input that knows when it received the changes it last
+// returned (kube.Watch); for other inputs a change counts from its Read.
+type noticer interface{ Noticed() time.Time }
 
 // Conntrack lists and deletes connection tracking entries.
 type Conntrack interface {
@@ -74,6 +89,16 @@ type Agent struct {
 	status   Status
 	badInput string // fingerprint of an input that failed validation
 	logTx    func(string)
+	metrics  *metrics
+	health   health
+	// unreported holds the outcome that the Reporter failed to publish, to
+	// retry on the next pass.
+	unreported *outcome
+}
+
+type outcome struct {
+	findings diag.List
+	err      error
 }
 
 // New returns an agent that programs through renderer. logTx receives the
@@ -82,7 +107,8 @@ func New(cfg Config, renderer *nft.Renderer, logTx func(string)) *Agent {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
 	}
-	return &Agent{cfg: cfg, renderer: renderer, status: Status{Node: cfg.Node}, logTx: logTx}
+	return &Agent{cfg: cfg, renderer: renderer, status: Status{Node: cfg.Node}, logTx: logTx, metrics: newMetrics(),
+		health: health{deadline: time.Minute + 10*cfg.Interval}}
 }
 
 // Run loops until ctx is done. A failed pass is retried on the next tick;
@@ -91,6 +117,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	tick := time.NewTicker(a.cfg.Interval)
 	defer tick.Stop()
 	for {
+		a.health.tick()
 		if err := a.Pass(ctx); err != nil {
 			klog.ErrorS(err, "Sync failed; the last programmed rules stay in place", "node", a.cfg.Node)
 		}
@@ -108,20 +135,37 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) Pass(ctx context.Context) error {
 	objects, decoded, fp, err := a.cfg.Input.Read()
 	if err != nil {
+		a.metrics.errors.WithLabelValues(stageInput).Inc()
 		return a.fail(err)
 	}
 	if fp == a.status.Programmed && a.status.Error == "" || fp == a.badInput {
-		return nil // programmed already, or known to be invalid
+		// Programmed already, or known to be invalid.
+		if o := a.unreported; o != nil {
+			a.report(ctx, o.findings, o.err)
+		}
+		return nil
 	}
 	start := time.Now()
+	noticed := start
+	if n, ok := a.cfg.Input.(noticer); ok && !n.Noticed().IsZero() {
+		noticed = n.Noticed()
+	}
 	a.status.Input = fp
 	e, diags, err := pipeline.Build(objects, decoded, a.cfg.Pipeline)
-	for _, d := range diags.Warnings() {
-		klog.InfoS("Input warning", "finding", d.String())
+	for _, d := range diags {
+		if d.Severity == diag.Error {
+			klog.ErrorS(nil, "Invalid input left out", "finding", d.String())
+		} else {
+			klog.InfoS("Input warning", "finding", d.String())
+		}
 	}
+	a.metrics.invalid.Set(float64(countObjects(diags.Errors())))
 	if err != nil {
 		a.badInput = fp
-		return a.fail(fmt.Errorf("input %s not programmed: %w", fp, err))
+		a.metrics.errors.WithLabelValues(stageInput).Inc()
+		err = fmt.Errorf("input %s not programmed: %w", fp, err)
+		a.report(ctx, diags, err)
+		return a.fail(err)
 	}
 	ir := compile.Node(e, a.cfg.Node)
 	if a.cfg.DryRun {
@@ -135,34 +179,82 @@ func (a *Agent) Pass(ctx context.Context) error {
 	} else {
 		st, err := a.renderer.Sync(ctx, ir)
 		if err != nil {
+			a.metrics.errors.WithLabelValues(stageKernel).Inc()
+			a.report(ctx, diags, err)
 			return a.fail(err)
 		}
 		a.status.Stats = st
+		a.metrics.latency.Observe(time.Since(noticed).Seconds())
+		a.health.programmed()
 	}
 	a.status.Cut = 0
 	if a.cfg.Conntrack != nil && !a.cfg.DryRun {
-		local := map[string]bool{}
-		for _, p := range ir.Pods {
-			local[p.Pod] = true
-		}
-		n, err := a.cfg.Conntrack.Cut(func(src, dst netip.Addr, port l4.Port) bool {
-			f := engine.Flow{Src: endpoint(e, src), Dst: endpoint(e, dst), Port: port}
-			if !isLocal(f.Src, local) && !isLocal(f.Dst, local) {
-				return true // not ours to judge
-			}
-			return e.Allowed(f)
-		})
-		if err != nil {
-			klog.ErrorS(err, "Cutting denied connections failed", "node", a.cfg.Node)
-		}
-		a.status.Cut = n
+		a.status.Cut = a.cut(e, ir)
+		a.metrics.cut.Add(float64(a.status.Cut))
 	}
 	a.status.Programmed, a.status.Error = fp, ""
 	a.status.Pods, a.status.Tables, a.status.IR = len(ir.Pods), len(ir.Tables), ir
 	a.status.Time, a.status.Took = time.Now(), time.Since(start).Round(time.Microsecond).String()
+	a.observe(time.Since(start), len(ir.Pods))
 	klog.InfoS("Programmed", "node", a.cfg.Node, "input", fp, "pods", len(ir.Pods), "tables", len(ir.Tables),
 		"operations", a.status.Stats.Operations, "conntrackCut", a.status.Cut, "took", a.status.Took)
+	a.report(ctx, diags, nil)
 	return a.writeStatus()
+}
+
+// cut deletes the conntrack entries of connections to or from local pods
+// that e denies.
+func (a *Agent) cut(e *engine.Engine, ir *compile.IR) int {
+	local := map[string]bool{}
+	for _, p := range ir.Pods {
+		local[p.Pod] = true
+	}
+	n, err := a.cfg.Conntrack.Cut(func(src, dst netip.Addr, port l4.Port) bool {
+		f := engine.Flow{Src: endpoint(e, src), Dst: endpoint(e, dst), Port: port}
+		if !isLocal(f.Src, local) && !isLocal(f.Dst, local) {
+			return true // not ours to judge
+		}
+		return e.Allowed(f)
+	})
+	if err != nil {
+		klog.ErrorS(err, "Cutting denied connections failed", "node", a.cfg.Node)
+	}
+	return n
+}
+
+func (a *Agent) observe(took time.Duration, pods int) {
+	a.metrics.sync.Observe(took.Seconds())
+	a.metrics.pods.Set(float64(pods))
+	if !a.cfg.DryRun {
+		sz := a.renderer.Programmed()
+		a.metrics.chains.Set(float64(sz.Chains))
+		a.metrics.rules.Set(float64(sz.Rules))
+		a.metrics.sets.Set(float64(sz.Sets))
+		a.metrics.elements.Set(float64(sz.Elements))
+	}
+}
+
+// report publishes a pass's outcome, and keeps it to retry if that fails
+// (the API server may be away; the rules stay either way).
+func (a *Agent) report(ctx context.Context, findings diag.List, programErr error) {
+	if a.cfg.Reporter == nil {
+		return
+	}
+	a.unreported = &outcome{findings, programErr}
+	if err := a.cfg.Reporter.Report(ctx, findings, programErr); err != nil {
+		a.metrics.errors.WithLabelValues(stageStatus).Inc()
+		klog.ErrorS(err, "Reporting status failed; retrying on the next pass", "node", a.cfg.Node)
+		return
+	}
+	a.unreported = nil
+}
+
+func countObjects(l diag.List) int {
+	seen := map[string]bool{}
+	for _, d := range l {
+		seen[d.Object+"\x00"+d.Origin.String()] = true
+	}
+	return len(seen)
 }
 
 func endpoint(e *engine.Engine, ip netip.Addr) engine.Endpoint {

@@ -2,20 +2,33 @@ package agent_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/knftables"
+	"sigs.k8s.io/yaml"
 
 	"github.com/netpol/netpol/internal/agent"
 	"github.com/netpol/netpol/internal/kubetest"
+	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/source/kube"
+	"github.com/netpol/netpol/internal/status"
 )
 
 // TestAgentFollowsAPIServer runs the agent's passes on a watch of a real
@@ -145,4 +158,169 @@ func elementsOf(t *testing.T, fake *knftables.Fake, m string) string {
 		out += e.Key[0]
 	}
 	return out
+}
+
+// TestAgentReportsStatus runs two nodes' agents against a real API server:
+// an invalid AdminNetworkPolicy is left out while the rest is enforced, and
+// reported as Accepted=False with a Warning Event; a valid one is Accepted
+// and Programmed; a node that fails adds its own condition, which goes
+// away when it recovers; fixing the invalid policy makes it Accepted at
+// its new generation. Status writes do not count as input changes.
+func TestAgentReportsStatus(t *testing.T) {
+	c := kubetest.Start(t)
+	ctx := t.Context()
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, ctx, cs)
+	anps := dyn.Resource(kube.ANP)
+	for _, doc := range []string{`
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: AdminNetworkPolicy
+metadata: {name: deny-remote}
+spec:
+  priority: 10
+  subject: {namespaces: {}}
+  ingress:
+  - {name: no-remote, action: Deny, from: [{pods: {namespaceSelector: {}, podSelector: {matchLabels: {app: frontend}}}}]}
+`, `
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: AdminNetworkPolicy
+metadata: {name: backwards-range}
+spec:
+  priority: 20
+  subject: {namespaces: {}}
+  ingress:
+  - name: range
+    action: Deny
+    from: [{namespaces: {}}]
+    ports: [{portRange: {protocol: TCP, start: 9000, end: 8000}}]
+`} {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := anps.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	w, err := kube.NewWatch(c.Config, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	t.Cleanup(b.Shutdown)
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	writer := func(node string) *status.Writer {
+		rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "netpol-agent", Host: node})
+		return &status.Writer{Node: node, Client: dyn, Recorder: rec, Policies: w.AdminPolicies}
+	}
+	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
+	a := agent.New(agent.Config{Node: "node-1", Input: w, Pipeline: pipeline.Options{SkipInvalid: true},
+		Reporter: writer("node-1")}, nft.New(fake), nil)
+	if err := a.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The invalid policy is left out, the rest enforced: web is isolated
+	// by its NetworkPolicy, and deny-remote gives every pod of node-1 an
+	// ingress table.
+	if st := a.Status(); st.Error != "" || st.Pods != 2 || st.Tables != 2 {
+		t.Fatalf("pass: error %q, %d pods, %d tables; want no error, 2 pods, 2 tables", st.Error, st.Pods, st.Tables)
+	}
+	waitConditions(t, w, "AdminNetworkPolicy deny-remote", 1,
+		"Accepted=True/Valid", "Programmed=True/Programmed")
+	bad := waitConditions(t, w, "AdminNetworkPolicy backwards-range", 1,
+		"Accepted=False/Invalid", "Programmed=False/Invalid")
+	const why = "spec.ingress[0].ports[0].portRange: start (9000) must be less than end (8000)"
+	if msg := bad.Conditions[0].Message; !strings.Contains(msg, why) {
+		t.Errorf("Accepted message = %q, want it to contain %q", msg, why)
+	}
+	waitEvent(t, cs, "backwards-range", status.EventInvalid, why)
+
+	// The status writes reached the watch without changing its input.
+	programmed := a.Status().Programmed
+	if _, _, fp, _ := w.Read(); fp != programmed {
+		t.Errorf("after the status writes the input is %s, want %s still", fp, programmed)
+	}
+
+	// node-2 fails to program: its own condition joins the shared ones,
+	// and leaves when node-2 recovers.
+	w2 := writer("node-2")
+	if err := w2.Report(ctx, nil, errors.New("nftables transaction (3 operations): Error: Could not process rule")); err != nil {
+		t.Fatal(err)
+	}
+	waitConditions(t, w, "AdminNetworkPolicy deny-remote", 1,
+		"Accepted=True/Valid", "Programmed=True/Programmed", "netpol.io/NotProgrammed.node-2=True/ProgrammingFailed")
+	if err := w2.Report(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitConditions(t, w, "AdminNetworkPolicy deny-remote", 1,
+		"Accepted=True/Valid", "Programmed=True/Programmed")
+
+	// Fixing the range makes the policy valid at generation 2.
+	patch := []byte(`{"spec":{"ingress":[{"name":"range","action":"Deny","from":[{"namespaces":{}}],"ports":[{"portRange":{"protocol":"TCP","start":8000,"end":9000}}]}]}}`)
+	if _, err := anps.Patch(ctx, "backwards-range", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	passUntil(t, ctx, a, w, programmed)
+	waitConditions(t, w, "AdminNetworkPolicy backwards-range", 2,
+		"Accepted=True/Valid", "Programmed=True/Programmed")
+}
+
+// waitConditions waits until the policy named ref has exactly the
+// conditions want ("Type=Status/Reason", in any order), all observing
+// generation, and returns it.
+func waitConditions(t *testing.T, w *kube.Watch, ref string, generation int64, want ...string) kube.AdminPolicy {
+	t.Helper()
+	slices.Sort(want)
+	var last []string
+	deadline := time.Now().Add(30 * time.Second) // a bound on a hang, not a performance assertion
+	for time.Now().Before(deadline) {
+		for _, p := range w.AdminPolicies() {
+			if p.Ref() != ref {
+				continue
+			}
+			last = last[:0]
+			stale := false
+			for _, c := range p.Conditions {
+				last = append(last, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
+				stale = stale || c.ObservedGeneration != generation
+			}
+			slices.Sort(last)
+			if !stale && slices.Equal(last, want) {
+				return p
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: conditions %v, want %v at generation %d", ref, last, want, generation)
+	return kube.AdminPolicy{}
+}
+
+func waitEvent(t *testing.T, cs kubernetes.Interface, object, reason, contains string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second) // a bound on a hang, not a performance assertion
+	for time.Now().Before(deadline) {
+		evs, err := cs.CoreV1().Events("").List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Name == object && e.Reason == reason && e.Type == corev1.EventTypeWarning &&
+				strings.Contains(e.Message, contains) {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no Warning Event %s for %s containing %q", reason, object, contains)
 }

@@ -1,14 +1,24 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/knftables"
 
 	"github.com/netpol/netpol/internal/agent"
@@ -16,13 +26,52 @@ import (
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/source/kube"
+	"github.com/netpol/netpol/internal/status"
 )
+
+// statusWriter reports on the cluster's admin policies, and sends Events,
+// as the agent of node.
+func statusWriter(ctx context.Context, rc *rest.Config, node string, w *kube.Watch) (*status.Writer, error) {
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "netpol-agent", Host: node})
+	return &status.Writer{Node: node, Client: dyn, Recorder: rec, Policies: w.AdminPolicies}, nil
+}
+
+// serve serves h on addr until the returned function is called.
+func serve(addr string, h http.Handler) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--listen: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			klog.ErrorS(err, "Metrics and health server stopped")
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
 
 func newAgent() *cobra.Command {
 	var cfg agent.Config
 	var sources []string
 	var anpShape, kubeconfig, kubeContext string
 	var inCluster, once bool
+	var listen string
+	reportStatus := true
 	cmd := &cobra.Command{
 		Use:   "agent --node NAME (--source DIR | --kubeconfig FILE | --in-cluster)",
 		Short: "Enforce the policies for the pods of one node with nftables",
@@ -34,6 +83,12 @@ source: on every change it sends only the difference (a pod joining a
 selector is one set element; a changed policy rewrites only its chains), and
 deletes the conntrack entries of connections that are now denied, so that
 existing connections are cut as well as new ones refused.
+
+In a cluster, an invalid policy is left out (the others stay enforced) and
+reported: every AdminNetworkPolicy, BaselineAdminNetworkPolicy and
+ClusterNetworkPolicy gets the conditions Accepted and Programmed, a node that
+cannot program gets its own netpol.io/NotProgrammed.<node> condition, and an
+invalid policy gets a Warning Event (reason InvalidPolicy).
 
 On start it takes over whatever "inet netpol" holds (after a restart or a
 crash) in the same single transaction: there is no moment without rules and
@@ -48,7 +103,7 @@ netlink nor write access: it prints each transaction instead.`,
   NODE_NAME=node-1 netpol agent --source manifests/ --status /run/netpol/status.json
   netpol agent --node node-1 --source examples/tenants --dry-run --once
   netpol agent --node node-1 --kubeconfig ~/.kube/config --dry-run
-  NODE_NAME=node-1 netpol agent --in-cluster`,
+  NODE_NAME=node-1 netpol agent --in-cluster --listen :9745`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Node == "" {
@@ -89,6 +144,14 @@ netlink nor write access: it prints each transaction instead.`,
 					return err
 				}
 				cfg.Input = w
+				// One invalid policy must not stop the enforcement of the
+				// others: it is left out and reported on its status.
+				cfg.Pipeline.SkipInvalid = true
+				if reportStatus && !cfg.DryRun {
+					if cfg.Reporter, err = statusWriter(ctx, rc, cfg.Node, w); err != nil {
+						return err
+					}
+				}
 			default:
 				return usageError{fmt.Errorf("no input: give --source DIR, or a cluster with --kubeconfig, --context or --in-cluster")}
 			}
@@ -103,6 +166,13 @@ netlink nor write access: it prints each transaction instead.`,
 			}
 			out := cmd.OutOrStdout()
 			a := agent.New(cfg, nft.New(iface), func(tx string) { fmt.Fprint(out, tx) })
+			if listen != "" {
+				stopServer, err := serve(listen, a.Handler())
+				if err != nil {
+					return err
+				}
+				defer stopServer()
+			}
 			if once {
 				return a.Pass(ctx)
 			}
@@ -118,6 +188,8 @@ netlink nor write access: it prints each transaction instead.`,
 	fl.DurationVar(&cfg.Interval, "interval", 500*time.Millisecond, "how often to look at the input for changes (a cluster watch also wakes the agent on every change)")
 	fl.StringVar(&cfg.Status, "status", "", "file to rewrite with the agent's status (JSON) after every pass")
 	fl.BoolVar(&cfg.DryRun, "dry-run", false, "print each nftables transaction instead of applying it")
+	fl.StringVar(&listen, "listen", "", "serve /metrics (Prometheus), /healthz and /readyz on this address, e.g. :9745")
+	fl.BoolVar(&reportStatus, "report-status", reportStatus, "in a cluster, write conditions on the admin policies and Events for invalid ones")
 	fl.BoolVar(&once, "once", false, "program once and exit (exit 1 if that failed)")
 	fl.StringVar(&anpShape, "anp-shape", "auto", "AdminNetworkPolicy peer shape: auto, v0.1.7 or kep")
 	fl.BoolVar(&cfg.Pipeline.LegacyNamespaceIsolation, "legacy-namespace-isolation", false, "honour the v1beta1 namespace DefaultDeny annotation for ingress")

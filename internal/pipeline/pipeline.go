@@ -16,13 +16,65 @@ import (
 type Options struct {
 	ReplicaCap               int // 0: state.DefaultReplicaCap
 	LegacyNamespaceIsolation bool
+	// SkipInvalid builds the engine without the objects that have errors
+	// instead of failing, and reports their errors as findings: an agent
+	// watching a cluster keeps enforcing every valid policy while one is
+	// invalid (it reports the invalid ones on their status).
+	SkipInvalid bool
 }
 
 // Build returns the engine over objects with every finding of the way:
 // decode findings (passed in), cluster and policy validation, and the
 // equal-priority warnings. When the findings hold an error the engine is nil
 // and err is the diag.InputError.
+//
+// With opts.SkipInvalid the objects that errors name are left out and the
+// build repeated; err is then non-nil only for an error that names no object.
 func Build(objects []source.Object, decoded diag.List, opts Options) (*engine.Engine, diag.List, error) {
+	if !opts.SkipInvalid {
+		return build(objects, decoded, opts)
+	}
+	findings := append(diag.List(nil), decoded...)
+	skip := map[string]bool{}
+	addInvalid(skip, findings)
+	for {
+		e, diags, err := build(without(objects, skip), nil, opts)
+		if err == nil {
+			return e, append(findings, diags...), nil
+		}
+		findings = append(findings, diags.Errors()...)
+		if !addInvalid(skip, diags) {
+			return nil, findings, err // an error that no object owns
+		}
+	}
+}
+
+// addInvalid adds the objects the errors of l name to skip and reports
+// whether there were new ones.
+func addInvalid(skip map[string]bool, l diag.List) bool {
+	grew := false
+	for _, d := range l.Errors() {
+		if d.Object != "" && !skip[d.Object] {
+			skip[d.Object], grew = true, true
+		}
+	}
+	return grew
+}
+
+func without(objects []source.Object, skip map[string]bool) []source.Object {
+	if len(skip) == 0 {
+		return objects
+	}
+	kept := make([]source.Object, 0, len(objects))
+	for _, o := range objects {
+		if !skip[o.Ref()] {
+			kept = append(kept, o)
+		}
+	}
+	return kept
+}
+
+func build(objects []source.Object, decoded diag.List, opts Options) (*engine.Engine, diag.List, error) {
 	diags := append(diag.List(nil), decoded...)
 	cluster, more := state.Build(objects, state.Options{ReplicaCap: opts.ReplicaCap})
 	diags = append(diags, more...)

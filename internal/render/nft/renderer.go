@@ -72,6 +72,33 @@ func (r *Renderer) Sync(ctx context.Context, ir *compile.IR) (Stats, error) {
 	return st, nil
 }
 
+// Size counts what a ruleset holds.
+type Size struct {
+	Chains   int `json:"chains"` // non-base chains
+	Rules    int `json:"rules"`  // rules in them
+	Sets     int `json:"sets"`   // sets and maps
+	Elements int `json:"elements"`
+}
+
+// Programmed returns the size of what the last successful Sync loaded.
+func (r *Renderer) Programmed() Size {
+	var sz Size
+	if r.programmed == nil {
+		return sz
+	}
+	for _, rules := range r.programmed.chains {
+		sz.Chains++
+		sz.Rules += len(rules)
+	}
+	for _, cs := range []map[string]*container{r.programmed.sets, r.programmed.maps} {
+		for _, c := range cs {
+			sz.Sets++
+			sz.Elements += len(c.elements)
+		}
+	}
+	return sz
+}
+
 // Forget drops the renderer's memory of the kernel: the next Sync reads it.
 func (r *Renderer) Forget() { r.programmed = nil }
 

@@ -7,12 +7,14 @@
 package kube
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -74,7 +77,7 @@ func List(ctx context.Context, cfg *rest.Config, opts source.Options) ([]source.
 		return nil, nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	for i := range nodes.Items {
-		m.set(&nodes.Items[i], kindNode)
+		m.set(StripNode(&nodes.Items[i]), kindNode)
 	}
 	pods, err := cs.CoreV1().Pods("").List(ctx, list)
 	if err != nil {
@@ -131,9 +134,8 @@ func servedAdminResources(d discovery.DiscoveryInterface) ([]schema.GroupVersion
 // memory for nothing.
 func StripPod(p *corev1.Pod) *corev1.Pod {
 	out := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels,
-			UID: p.UID, ResourceVersion: p.ResourceVersion},
-		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName, HostNetwork: p.Spec.HostNetwork},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, UID: p.UID},
+		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, HostNetwork: p.Spec.HostNetwork},
 		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs,
 			HostIP: p.Status.HostIP},
 	}
@@ -143,6 +145,16 @@ func StripPod(p *corev1.Pod) *corev1.Pod {
 		}
 	}
 	return out
+}
+
+// StripNode keeps what policy needs of a node: its labels (node peers
+// select them) and addresses. Nodes report status every few minutes; what
+// is left changes only when policy could notice.
+func StripNode(n *corev1.Node) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, UID: n.UID},
+		Status:     corev1.NodeStatus{Addresses: n.Status.Addresses},
+	}
 }
 
 // mirror holds the decoded objects by kind, namespace and name. Each object
@@ -155,6 +167,7 @@ type mirror struct {
 }
 
 type decoded struct {
+	data  []byte // what was decoded, to tell real changes from no-ops
 	objs  []source.Object
 	diags diag.List
 }
@@ -164,19 +177,34 @@ func newMirror(opts source.Options) *mirror {
 }
 
 // set decodes obj (typed, with tm as its TypeMeta, or unstructured) and
-// stores it, replacing its previous version.
-func (m *mirror) set(obj runtime.Object, tm metav1.TypeMeta) {
+// stores it, replacing its previous version. It reports whether anything
+// policy sees changed: updates of what policy ignores (resource versions,
+// managed fields, an admin policy's status, which agents write) are not
+// changes, or every status write would make every agent recompute.
+func (m *mirror) set(obj runtime.Object, tm metav1.TypeMeta) bool {
 	acc, err := metaAccessor(obj)
 	if err != nil {
-		return
+		return false
 	}
 	if tm.Kind != "" {
 		obj.GetObjectKind().SetGroupVersionKind(tm.GroupVersionKind())
 	}
+	acc.SetResourceVersion("")
+	acc.SetManagedFields(nil)
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		unstructured.RemoveNestedField(u.Object, "status")
+	}
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	key := kind + "/" + acc.GetNamespace() + "/" + acc.GetName()
 	label := fmt.Sprintf("%s %s", kind, ref(acc.GetNamespace(), acc.GetName()))
 	data, err := json.Marshal(obj)
-	var d decoded
+	m.mu.Lock()
+	prev, ok := m.objects[key]
+	m.mu.Unlock()
+	if ok && err == nil && bytes.Equal(prev.data, data) {
+		return false
+	}
+	d := decoded{data: data}
 	if err != nil {
 		d.diags = diag.List{{Severity: diag.Error, Origin: diag.Origin{File: label}, Message: err.Error()}}
 	} else {
@@ -186,8 +214,9 @@ func (m *mirror) set(obj runtime.Object, tm metav1.TypeMeta) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.objects[kind+"/"+acc.GetNamespace()+"/"+acc.GetName()] = d
+	m.objects[key] = d
 	m.version++
+	return true
 }
 
 func (m *mirror) remove(obj any, kind string) {
@@ -249,6 +278,11 @@ type Watch struct {
 	changed chan struct{}
 	synced  []cache.InformerSynced
 	start   []func(stop <-chan struct{})
+	admin   map[schema.GroupVersionResource]cache.SharedIndexInformer
+
+	mu      sync.Mutex
+	pending time.Time // when the first change not yet read arrived
+	noticed time.Time // pending as of the last Read
 }
 
 // NewWatch prepares the informers; Start runs them.
@@ -261,7 +295,7 @@ func NewWatch(cfg *rest.Config, opts source.Options) (*Watch, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Watch{m: newMirror(opts), changed: make(chan struct{}, 1)}
+	w := &Watch{m: newMirror(opts), changed: make(chan struct{}, 1), admin: map[schema.GroupVersionResource]cache.SharedIndexInformer{}}
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	typed := []struct {
 		inf cache.SharedIndexInformer
@@ -272,9 +306,19 @@ func NewWatch(cfg *rest.Config, opts source.Options) (*Watch, error) {
 		{factory.Core().V1().Pods().Informer(), kindPod},
 		{factory.Networking().V1().NetworkPolicies().Informer(), kindNetworkPolicy},
 	}
+	// Informers keep every pod and node of the cluster: keep only what
+	// policy reads.
 	if err := typed[2].inf.SetTransform(func(obj any) (any, error) {
 		if p, ok := obj.(*corev1.Pod); ok {
 			return StripPod(p), nil
+		}
+		return obj, nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := typed[1].inf.SetTransform(func(obj any) (any, error) {
+		if n, ok := obj.(*corev1.Node); ok {
+			return StripNode(n), nil
 		}
 		return obj, nil
 	}); err != nil {
@@ -293,7 +337,9 @@ func NewWatch(cfg *rest.Config, opts source.Options) (*Watch, error) {
 	}
 	dfactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	for _, gvr := range served {
-		w.watch(dfactory.ForResource(gvr).Informer(), metav1.TypeMeta{})
+		inf := dfactory.ForResource(gvr).Informer()
+		w.admin[gvr] = inf
+		w.watch(inf, metav1.TypeMeta{})
 	}
 	w.start = append(w.start, dfactory.Start)
 	return w, nil
@@ -307,8 +353,9 @@ func (w *Watch) watch(inf cache.SharedIndexInformer, tm metav1.TypeMeta) {
 			return
 		}
 		ro = ro.DeepCopyObject() // the informer's cache is shared: never write to it
-		w.m.set(ro, tm)
-		w.notify()
+		if w.m.set(ro, tm) {
+			w.notify()
+		}
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    onSet,
@@ -330,6 +377,11 @@ func (w *Watch) watch(inf cache.SharedIndexInformer, tm metav1.TypeMeta) {
 }
 
 func (w *Watch) notify() {
+	w.mu.Lock()
+	if w.pending.IsZero() {
+		w.pending = time.Now()
+	}
+	w.mu.Unlock()
 	select {
 	case w.changed <- struct{}{}:
 	default:
@@ -362,6 +414,63 @@ var _ = []runtime.Object{&corev1.Namespace{}, &corev1.Node{}, &networkingv1.Netw
 // Read is Snapshot in the shape of the agent's input; it never fails: while
 // the API server is unreachable it returns the last objects listed.
 func (w *Watch) Read() ([]source.Object, diag.List, string, error) {
+	w.mu.Lock()
+	w.noticed, w.pending = w.pending, time.Time{}
+	w.mu.Unlock()
 	objs, diags, version := w.m.snapshot()
 	return objs, diags, version, nil
+}
+
+// Noticed returns when the watch received the first of the changes that
+// the last Read returned (zero when it returned none): the start of the
+// change-to-programmed latency.
+func (w *Watch) Noticed() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.noticed
+}
+
+// AdminPolicy is an admin policy as the API server holds it: what status
+// reporting needs.
+type AdminPolicy struct {
+	Resource   schema.GroupVersionResource
+	Kind, Name string
+	UID        types.UID
+	Generation int64
+	Conditions []metav1.Condition
+}
+
+// Ref names the policy as findings do (source.Object.Ref).
+func (p AdminPolicy) Ref() string { return p.Kind + " " + p.Name }
+
+// AdminPolicies lists the admin policies the watch holds, by resource and
+// name.
+func (w *Watch) AdminPolicies() []AdminPolicy {
+	var out []AdminPolicy
+	for gvr, inf := range w.admin {
+		for _, obj := range inf.GetStore().List() {
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			p := AdminPolicy{Resource: gvr, Kind: u.GetKind(), Name: u.GetName(), UID: u.GetUID(), Generation: u.GetGeneration()}
+			if raw, found, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); found {
+				for _, r := range raw {
+					var c metav1.Condition
+					if m, ok := r.(map[string]any); ok &&
+						runtime.DefaultUnstructuredConverter.FromUnstructured(m, &c) == nil {
+						p.Conditions = append(p.Conditions, c)
+					}
+				}
+			}
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
 }

@@ -1,0 +1,113 @@
+package agent
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the agent's Prometheus metrics, in a registry of their own
+// (plus the Go and process collectors) so that tests can run many agents.
+type metrics struct {
+	registry *prometheus.Registry
+	sync     prometheus.Histogram
+	latency  prometheus.Histogram
+	chains   prometheus.Gauge
+	rules    prometheus.Gauge
+	sets     prometheus.Gauge
+	elements prometheus.Gauge
+	pods     prometheus.Gauge
+	invalid  prometheus.Gauge
+	errors   *prometheus.CounterVec
+	cut      prometheus.Counter
+}
+
+// Stages of netpol_errors_total.
+const (
+	stageInput  = "input"  // the input could not be read or is invalid as a whole
+	stageKernel = "kernel" // nftables refused the transaction
+	stageStatus = "status" // the policies' status could not be written
+)
+
+func newMetrics() *metrics {
+	// Seconds from 1 ms to about 33 s: a relabel in a small cluster and a
+	// full sync of a large one both land inside.
+	buckets := prometheus.ExponentialBuckets(0.001, 2, 16)
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		sync: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "netpol_sync_duration_seconds",
+			Help: "Time of one pass that programs a changed input: build, compile, nftables transaction, conntrack cut.", Buckets: buckets}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "netpol_change_to_programmed_seconds",
+			Help: "Time from the agent receiving a change of the cluster to the kernel enforcing it.", Buckets: buckets}),
+		chains:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_nft_chains", Help: "Chains in the inet netpol table, base chains excluded."}),
+		rules:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_nft_rules", Help: "Rules in those chains."}),
+		sets:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_nft_sets", Help: "Sets and verdict maps in the inet netpol table."}),
+		elements: prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_nft_set_elements", Help: "Elements in those sets and maps."}),
+		pods:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_local_pods", Help: "Pods of this node that the agent programs."}),
+		invalid:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_invalid_objects", Help: "Objects left out of enforcement because they are invalid."}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "netpol_errors_total",
+			Help: "Failed passes by stage: input, kernel, status."}, []string{"stage"}),
+		cut: prometheus.NewCounter(prometheus.CounterOpts{Name: "netpol_conntrack_entries_cut_total",
+			Help: "Conntrack entries deleted because a policy change denies their connection."}),
+	}
+	m.registry.MustRegister(m.sync, m.latency, m.chains, m.rules, m.sets, m.elements, m.pods, m.invalid, m.errors, m.cut,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	for _, stage := range []string{stageInput, stageKernel, stageStatus} {
+		m.errors.WithLabelValues(stage) // export zeros: a rate over a missing series is no answer
+	}
+	return m
+}
+
+// health is what /healthz and /readyz answer from.
+type health struct {
+	mu       sync.Mutex
+	loop     time.Time // last start of a loop iteration
+	ready    bool      // some input has been programmed
+	deadline time.Duration
+}
+
+func (h *health) tick() {
+	h.mu.Lock()
+	h.loop = time.Now()
+	h.mu.Unlock()
+}
+
+func (h *health) programmed() {
+	h.mu.Lock()
+	h.ready = true
+	h.mu.Unlock()
+}
+
+// Handler serves /metrics, /healthz (the control loop is turning) and
+// /readyz (the kernel enforces the input it was given: until the first pass
+// programs, a new pod on this node is not yet isolated as its policies say).
+func (a *Agent) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		a.health.mu.Lock()
+		since := time.Since(a.health.loop)
+		started := !a.health.loop.IsZero()
+		a.health.mu.Unlock()
+		if started && since > a.health.deadline {
+			http.Error(w, fmt.Sprintf("the control loop last turned %s ago", since.Round(time.Second)), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		a.health.mu.Lock()
+		ready := a.health.ready
+		a.health.mu.Unlock()
+		if !ready {
+			http.Error(w, "nothing programmed yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
