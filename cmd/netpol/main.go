@@ -3,10 +3,11 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 
 	"github.com/netpol/netpol/internal/cli"
 )
 
 func main() {
-	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(cli.MainAs(filepath.Base(os.Args[0]), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

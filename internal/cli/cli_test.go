@@ -151,3 +151,23 @@ func TestHelpTeaches(t *testing.T) {
 		}
 	}
 }
+
+// TestKubectlPlugin: installed as kubectl-netpol, help and usage errors
+// name the command as kubectl users type it.
+func TestKubectlPlugin(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := MainAs("kubectl-netpol", []string{"--help"}, strings.NewReader(""), &out, &errOut); code != 0 {
+		t.Fatalf("--help: exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "kubectl netpol [command]") {
+		t.Errorf("help does not show the plugin usage:\n%s", out.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := MainAs("kubectl-netpol", []string{"explain", "--bogus"}, strings.NewReader(""), &out, &errOut); code != 2 {
+		t.Fatalf("bad flag: exit %d, want 2", code)
+	}
+	if !strings.Contains(errOut.String(), "Run 'kubectl netpol --help'") {
+		t.Errorf("usage error does not point at kubectl netpol: %s", errOut.String())
+	}
+}

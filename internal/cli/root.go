@@ -29,7 +29,17 @@ type errSilent struct{ error }
 
 // Main runs netpol with args and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return MainAs("netpol", args, stdin, stdout, stderr)
+}
+
+// MainAs is Main for the program installed under name (the base name of
+// argv[0]): as kubectl-netpol, kubectl runs it for "kubectl netpol", and
+// help and errors say so.
+func MainAs(name string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot(stdin, stdout, stderr)
+	if name == "kubectl-netpol" {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl netpol"}
+	}
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {
@@ -45,7 +55,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error: invalid input:\n%s\n", indent(input.Error()))
 		return exitInput
 	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "error: %v\nRun '%s --help' for usage.\n", usage.error, root.Name())
+		fmt.Fprintf(stderr, "error: %v\nRun '%s --help' for usage.\n", usage.error, root.DisplayName())
 		return exitInput
 	}
 	fmt.Fprintf(stderr, "error: %v\n", err)
@@ -74,7 +84,12 @@ Every policy is normalised into one tiered model, evaluated per connection:
 
 Input is Kubernetes YAML or JSON: files, directories (recursive) or - for
 stdin, multi-document, kind: List. Workloads (Deployment, StatefulSet,
-DaemonSet, ReplicaSet, Job, CronJob) stand for the pods of their template.`,
+DaemonSet, ReplicaSet, Job, CronJob) stand for the pods of their template.
+Or a live cluster: --kubeconfig and --context (default: $KUBECONFIG, then
+~/.kube/config).
+
+Installed on the PATH as kubectl-netpol, it is a kubectl plugin:
+"kubectl netpol explain ...".`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -40,6 +40,9 @@ type Cluster struct {
 	// Kubeconfig is the path of a kubeconfig file with the same credentials,
 	// for code under test that takes a kubeconfig path, as netpol's CLI does.
 	Kubeconfig string
+
+	apiserver *process // nil while stopped
+	restart   func(t testing.TB) *process
 }
 
 // serviceCIDR is the API server's Service ClusterIP range. Nothing routes
@@ -114,7 +117,7 @@ func startAPIServer(t testing.TB, bin, root, logPath, etcdURL string) *Cluster {
 	}
 	addr := freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
-	p := startProcess(t, filepath.Join(bin, "kube-apiserver"), logPath,
+	args := []string{
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -137,7 +140,7 @@ func startAPIServer(t testing.TB, bin, root, logPath, etcdURL string) *Cluster {
 		// which we do not run, creates it.
 		"--disable-admission-plugins=ServiceAccount",
 		"--profiling=false",
-	)
+	}
 
 	cfg := &rest.Config{
 		Host: "https://" + addr,
@@ -155,15 +158,20 @@ func startAPIServer(t testing.TB, bin, root, logPath, etcdURL string) *Cluster {
 		t.Fatalf("kubetest: client for %s: %v", cfg.Host, err)
 	}
 	hc.Timeout = probeTimeout
-	waitReady(t, p, func() error {
-		return get(hc, cfg.Host+"/readyz")
-	})
+	start := func(t testing.TB) *process {
+		p := startProcess(t, filepath.Join(bin, "kube-apiserver"), logPath, args...)
+		waitReady(t, p, func() error {
+			return get(hc, cfg.Host+"/readyz")
+		})
+		return p
+	}
+	p := start(t)
 
 	kubeconfig := filepath.Join(root, "kubeconfig")
 	if err := writeKubeconfig(kubeconfig, cfg); err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}
-	return &Cluster{Config: cfg, Kubeconfig: kubeconfig}
+	return &Cluster{Config: cfg, Kubeconfig: kubeconfig, apiserver: p, restart: start}
 }
 
 func writeKubeconfig(path string, cfg *rest.Config) error {

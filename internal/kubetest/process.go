@@ -18,8 +18,9 @@ const stopGrace = 5 * time.Second
 // process is a child started for one test and stopped by its Cleanup.
 type process struct {
 	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-	err  error         // why it exited; read only after done is closed
+	done    chan struct{} // closed when the process has exited
+	err     error         // why it exited; read only after done is closed
+	stopped bool          // by stop: the cleanup has nothing left to do
 }
 
 // startProcess runs bin with args, its stdout and stderr appended to
@@ -45,6 +46,9 @@ func startProcess(t testing.TB, bin, logPath string, args ...string) *process {
 		close(p.done)
 	}()
 	t.Cleanup(func() {
+		if p.stopped {
+			return
+		}
 		// A test that already failed has said why, likely this very exit.
 		if err := p.stop(); err != nil && !t.Failed() {
 			t.Errorf("kubetest: %v", err)
@@ -56,6 +60,7 @@ func startProcess(t testing.TB, bin, logPath string, args ...string) *process {
 // stop ends the process by its PID: SIGTERM, then SIGKILL after stopGrace.
 // An exit caused by our own SIGTERM is not an error; any other exit is.
 func (p *process) stop() error {
+	p.stopped = true
 	select {
 	case <-p.done:
 		return fmt.Errorf("%s exited while the test ran: %v", p.cmd.Path, p.err)
@@ -75,4 +80,19 @@ func (p *process) stop() error {
 	}
 	<-p.done
 	return fmt.Errorf("%s (pid %d) ignored SIGTERM for %v and was killed", name, p.cmd.Process.Pid, stopGrace)
+}
+
+// kill ends the process at once (SIGKILL), as a crash would.
+func (p *process) kill() error {
+	p.stopped = true
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s exited while the test ran: %v", p.cmd.Path, p.err)
+	default:
+	}
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill %s (pid %d): %w", p.cmd.Path, p.cmd.Process.Pid, err)
+	}
+	<-p.done
+	return nil
 }

@@ -61,6 +61,10 @@ type Lab struct {
 	Pods  []Pod  `json:"pods"`
 	// AgentArgs are extra flags for every agent (evaluation options).
 	AgentArgs []string `json:"agentArgs,omitempty"`
+	// Kubeconfig, when set, makes the agents watch that cluster instead of
+	// the lab's manifest directory; its server must be reachable from the
+	// node namespaces (see Forward).
+	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// PIDs of the agents, by node index, for down.
 	PIDs []int `json:"pids"`
 }
@@ -306,8 +310,12 @@ func (l *Lab) startAgent(exe string, n Node) (int, error) {
 		return 0, err
 	}
 	defer logf.Close()
-	args := append([]string{"netns", "exec", n.Namespace, exe, "agent", "--node", n.Name,
-		"--source", l.ManifestDir(), "--status", l.statusFile(n.Name), "--interval", "100ms"}, l.AgentArgs...)
+	input := []string{"--source", l.ManifestDir()}
+	if l.Kubeconfig != "" {
+		input = []string{"--kubeconfig", l.Kubeconfig}
+	}
+	args := append(append([]string{"netns", "exec", n.Namespace, exe, "agent", "--node", n.Name,
+		"--status", l.statusFile(n.Name), "--interval", "100ms"}, input...), l.AgentArgs...)
 	cmd := exec.Command("ip", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -1,0 +1,172 @@
+package lab_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/netpol/netpol/internal/kubetest"
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/lab"
+	"github.com/netpol/netpol/internal/pipeline"
+	"github.com/netpol/netpol/internal/source"
+)
+
+// TestLabAgentsWatchAPIServer runs the lab's agents against a real API
+// server, whose pod objects carry the lab pods' addresses: a NetworkPolicy
+// created through the API is enforced on real packets; while the API
+// server is down the rules stay; after it is back, a deletion made through
+// it is enforced again (the agents' watches reconnected on their own).
+func TestLabAgentsWatchAPIServer(t *testing.T) {
+	requireLab(t)
+	c := kubetest.Start(t)
+	ctx := t.Context()
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := &source.Decoder{}
+	objs := dec.Decode("lab.yaml", []byte(twoPods))
+	e, _, err := pipeline.Build(objs, dec.Diags, pipeline.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if err := create(ctx, cs, o.Value); err != nil {
+			t.Fatalf("%s: %v", o.Ref(), err)
+		}
+	}
+
+	l, err := lab.Plan("kube", e.Cluster())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Kubeconfig = c.Kubeconfig
+	if err := l.Up(netpolBinary, []byte(twoPods), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	servers, err := l.Serve()
+	var once sync.Once
+	teardown := func() {
+		once.Do(func() {
+			if servers != nil {
+				servers.Close()
+			}
+			if err := l.Down(); err != nil {
+				t.Errorf("lab down: %v", err)
+			}
+		})
+	}
+	t.Cleanup(teardown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agents run in the node namespaces; the API server listens on the
+	// host's loopback.
+	u, err := url.Parse(c.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range l.Nodes {
+		stop, err := lab.Forward(n.Namespace, u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+	}
+	client, server := l.Pods[0], l.Pods[1]
+	expect := func(when string, want80, want81 bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second) // a bound on a hang, not a performance assertion
+		var got80, got81 bool
+		for time.Now().Before(deadline) {
+			got80, _ = l.Probe(client, server.IP, l4.Port{Proto: l4.TCP, Num: 80})
+			got81, _ = l.Probe(client, server.IP, l4.Port{Proto: l4.TCP, Num: 81})
+			if got80 == want80 && got81 == want81 {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("%s: port 80 connected=%v, port 81 connected=%v; want %v and %v", when, got80, got81, want80, want81)
+	}
+	expect("before any policy", true, true)
+
+	np := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "only-80", Namespace: "x"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "server"}},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{{Port: ptr(intstr.FromInt32(80))}}}},
+		},
+	}
+	if _, err := cs.NetworkingV1().NetworkPolicies("x").Create(ctx, np, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("after creating only-80", true, false)
+
+	c.StopAPIServer(t)
+	// Long enough for the agents' watches to notice and start retrying.
+	for i := range 5 {
+		time.Sleep(500 * time.Millisecond)
+		expect(fmt.Sprintf("API server down, look %d", i+1), true, false)
+	}
+	c.StartAPIServer(t)
+	// The new API server stops in a cleanup that runs before the one
+	// above; it would wait for the agents' watches to end.
+	t.Cleanup(teardown)
+	if err := cs.NetworkingV1().NetworkPolicies("x").Delete(ctx, "only-80", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("after the API server came back and only-80 was deleted", true, true)
+	for _, n := range l.Nodes {
+		st, err := l.AgentStatus(n.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Error != "" {
+			t.Errorf("agent of %s: %s", n.Name, st.Error)
+		}
+	}
+}
+
+// create makes a decoded object in the cluster; pods get their status
+// (addresses) too, which only the status subresource takes.
+func create(ctx context.Context, cs kubernetes.Interface, v any) error {
+	opts := metav1.CreateOptions{}
+	switch o := v.(type) {
+	case *corev1.Node:
+		_, err := cs.CoreV1().Nodes().Create(ctx, o, opts)
+		return err
+	case *corev1.Namespace:
+		_, err := cs.CoreV1().Namespaces().Create(ctx, o, opts)
+		return err
+	case *corev1.Pod:
+		status := o.Status
+		for i := range o.Spec.Containers {
+			o.Spec.Containers[i].Image = "registry.example/app"
+		}
+		p, err := cs.CoreV1().Pods(o.Namespace).Create(ctx, o, opts)
+		if err != nil {
+			return err
+		}
+		p.Status = status
+		p.Status.Phase = corev1.PodRunning
+		if len(p.Status.PodIPs) == 0 && p.Status.PodIP != "" {
+			p.Status.PodIPs = []corev1.PodIP{{IP: p.Status.PodIP}}
+		}
+		_, err = cs.CoreV1().Pods(o.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+		return err
+	}
+	return fmt.Errorf("no create for %T", v)
+}
+
+func ptr[T any](v T) *T { return &v }
