@@ -118,18 +118,18 @@ func startAPIServer(t testing.TB, bin, root, logPath, etcdURL string) *Cluster {
 	addr := freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	args := []string{
-		"--etcd-servers="+etcdURL,
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+port,
-		"--cert-dir="+certDir,
-		"--tls-cert-file="+filepath.Join(certDir, "serving.crt"),
-		"--tls-private-key-file="+filepath.Join(certDir, "serving.key"),
-		"--client-ca-file="+filepath.Join(certDir, "ca.crt"),
+		"--secure-port=" + port,
+		"--cert-dir=" + certDir,
+		"--tls-cert-file=" + filepath.Join(certDir, "serving.crt"),
+		"--tls-private-key-file=" + filepath.Join(certDir, "serving.key"),
+		"--client-ca-file=" + filepath.Join(certDir, "ca.crt"),
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+filepath.Join(certDir, "sa.pub"),
-		"--service-account-signing-key-file="+filepath.Join(certDir, "sa.key"),
-		"--service-cluster-ip-range="+serviceCIDR,
+		"--service-account-key-file=" + filepath.Join(certDir, "sa.pub"),
+		"--service-account-signing-key-file=" + filepath.Join(certDir, "sa.key"),
+		"--service-cluster-ip-range=" + serviceCIDR,
 		"--authorization-mode=AlwaysAllow",
 		// Otherwise the server publishes its own address as the endpoints
 		// of the default "kubernetes" Service and keeps renewing a lease

@@ -17,7 +17,7 @@ const stopGrace = 5 * time.Second
 
 // process is a child started for one test and stopped by its Cleanup.
 type process struct {
-	cmd  *exec.Cmd
+	cmd     *exec.Cmd
 	done    chan struct{} // closed when the process has exited
 	err     error         // why it exited; read only after done is closed
 	stopped bool          // by stop: the cleanup has nothing left to do
