@@ -94,6 +94,7 @@ type Agent struct {
 	// unreported holds the outcome that the Reporter failed to publish, to
 	// retry on the next pass.
 	unreported *outcome
+	logged     map[string]bool // the findings of the last pass, logged
 }
 
 type outcome struct {
@@ -152,13 +153,7 @@ func (a *Agent) Pass(ctx context.Context) error {
 	}
 	a.status.Input = fp
 	e, diags, err := pipeline.Build(objects, decoded, a.cfg.Pipeline)
-	for _, d := range diags {
-		if d.Severity == diag.Error {
-			klog.ErrorS(nil, "Invalid input left out", "finding", d.String())
-		} else {
-			klog.InfoS("Input warning", "finding", d.String())
-		}
-	}
+	a.logFindings(diags)
 	a.metrics.invalid.Set(float64(countObjects(diags.Errors())))
 	if err != nil {
 		a.badInput = fp
@@ -247,6 +242,26 @@ func (a *Agent) report(ctx context.Context, findings diag.List, programErr error
 		return
 	}
 	a.unreported = nil
+}
+
+// logFindings logs the findings that the previous pass did not have: a
+// cluster with a hundred warnings would otherwise repeat them all on every
+// change.
+func (a *Agent) logFindings(l diag.List) {
+	now := make(map[string]bool, len(l))
+	for _, d := range l {
+		s := d.String()
+		now[s] = true
+		if a.logged[s] {
+			continue
+		}
+		if d.Severity == diag.Error {
+			klog.ErrorS(nil, "Invalid input left out", "finding", s)
+		} else {
+			klog.InfoS("Input warning", "finding", s)
+		}
+	}
+	a.logged = now
 }
 
 func countObjects(l diag.List) int {
