@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	goflag "flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -190,6 +191,13 @@ netlink nor write access: it prints each transaction instead.`,
 	fl.BoolVar(&cfg.DryRun, "dry-run", false, "print each nftables transaction instead of applying it")
 	fl.StringVar(&listen, "listen", "", "serve /metrics (Prometheus), /healthz and /readyz on this address, e.g. :9745")
 	fl.BoolVar(&reportStatus, "report-status", reportStatus, "in a cluster, write conditions on the admin policies and Events for invalid ones")
+	// klog's verbosity, as every Kubernetes component spells it.
+	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	if v := klogFlags.Lookup("v"); v != nil {
+		fl.AddGoFlag(v)
+		fl.Lookup("v").Shorthand = "v"
+	}
 	fl.BoolVar(&once, "once", false, "program once and exit (exit 1 if that failed)")
 	fl.StringVar(&anpShape, "anp-shape", "auto", "AdminNetworkPolicy peer shape: auto, v0.1.7 or kep")
 	fl.BoolVar(&cfg.Pipeline.LegacyNamespaceIsolation, "legacy-namespace-isolation", false, "honour the v1beta1 namespace DefaultDeny annotation for ingress")

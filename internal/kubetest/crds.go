@@ -46,21 +46,17 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 // HA peers catch up), so the first create in a test is slow by design.
 func installCRDs(t testing.TB, cfg *rest.Config) {
 	t.Helper()
-	root, err := moduleRoot()
+	paths, err := CRDManifests()
 	if err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}
 	var crds []*unstructured.Unstructured
-	for _, src := range crdSources {
-		dir, err := moduleDir(root, src.module)
+	for _, path := range paths {
+		crd, err := readCRD(path)
 		if err != nil {
 			t.Fatalf("kubetest: %v", err)
 		}
-		objs, err := readKustomization(filepath.Join(dir, src.dir))
-		if err != nil {
-			t.Fatalf("kubetest: %s: %v", src.module, err)
-		}
-		crds = append(crds, objs...)
+		crds = append(crds, crd)
 	}
 
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -133,10 +129,33 @@ func moduleDir(root, query string) (string, error) {
 	return info.Dir, nil
 }
 
-// readKustomization decodes the manifests that dir/kustomization.yaml lists
-// under resources. It supports only that: the upstream CRD directories use
-// nothing else that changes the objects.
-func readKustomization(dir string) ([]*unstructured.Unstructured, error) {
+// CRDManifests returns the paths, in the Go module cache, of the upstream
+// CRD manifests that Start installs, in the order it installs them, so that
+// a test can check that a copy of them (deploy/crds) is still verbatim.
+func CRDManifests() ([]string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, src := range crdSources {
+		dir, err := moduleDir(root, src.module)
+		if err != nil {
+			return nil, err
+		}
+		ps, err := kustomizationResources(filepath.Join(dir, src.dir))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", src.module, err)
+		}
+		paths = append(paths, ps...)
+	}
+	return paths, nil
+}
+
+// kustomizationResources returns the paths of the manifests that
+// dir/kustomization.yaml lists under resources. Nothing else is supported:
+// the upstream CRD directories use nothing else that changes the objects.
+func kustomizationResources(dir string) ([]string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
 		return nil, err
@@ -150,27 +169,30 @@ func readKustomization(dir string) ([]*unstructured.Unstructured, error) {
 	if len(k.Resources) == 0 {
 		return nil, fmt.Errorf("%s/kustomization.yaml lists no resources", dir)
 	}
-	var objs []*unstructured.Unstructured
-	for _, r := range k.Resources {
-		path := filepath.Join(dir, r)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		j, err := yaml.YAMLToJSON(b)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(j); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if obj.GetKind() != "CustomResourceDefinition" {
-			return nil, fmt.Errorf("%s: kind %q, want CustomResourceDefinition", path, obj.GetKind())
-		}
-		objs = append(objs, obj)
+	paths := make([]string, len(k.Resources))
+	for i, r := range k.Resources {
+		paths[i] = filepath.Join(dir, r)
 	}
-	return objs, nil
+	return paths, nil
+}
+
+func readCRD(path string) (*unstructured.Unstructured, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	j, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(j); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if obj.GetKind() != "CustomResourceDefinition" {
+		return nil, fmt.Errorf("%s: kind %q, want CustomResourceDefinition", path, obj.GetKind())
+	}
+	return obj, nil
 }
 
 func established(crd *unstructured.Unstructured) error {

@@ -8,10 +8,11 @@
 // cluster, but nothing acts on them (a Pod stays Pending forever, no
 // ServiceAccount or Endpoints appear by themselves).
 //
-// The binaries are built from the Go module proxy by hack/k8s-bin/build.sh
-// into a cache directory keyed by hack/k8s-bin's go.mod and go.sum. Without
-// them Start skips the test, or fails it when CI=true, because a CI run that
-// silently skips its integration tests proves nothing.
+// The binaries (etcd, kube-apiserver, and a kubectl of the same release for
+// tests of the manifests in deploy/) are built from the Go module proxy by
+// hack/k8s-bin/build.sh into a cache directory keyed by that directory's
+// inputs. Without them Start skips the test, or fails it when CI=true,
+// because a CI run that silently skips its integration tests proves nothing.
 package kubetest
 
 import (
@@ -40,6 +41,9 @@ type Cluster struct {
 	// Kubeconfig is the path of a kubeconfig file with the same credentials,
 	// for code under test that takes a kubeconfig path, as netpol's CLI does.
 	Kubeconfig string
+	// Kubectl is the path of a kubectl binary of the API server's release,
+	// for tests that run it against Kubeconfig.
+	Kubectl string
 
 	apiserver *process // nil while stopped
 	restart   func(t testing.TB) *process
@@ -82,6 +86,7 @@ func Start(t testing.TB) *Cluster {
 
 	etcdURL := startEtcd(t, bin, root, logs[0])
 	c := startAPIServer(t, bin, root, logs[1], etcdURL)
+	c.Kubectl = filepath.Join(bin, "kubectl")
 	installCRDs(t, c.Config)
 	return c
 }
@@ -192,21 +197,24 @@ func writeKubeconfig(path string, cfg *rest.Config) error {
 	return nil
 }
 
-// binDir returns the directory holding etcd and kube-apiserver, or ends the
-// test: skipped on a developer's machine, failed under CI=true.
+// binaries are what binDir must hold; hack/k8s-bin/build.sh builds the same.
+var binaries = []string{"etcd", "kube-apiserver", "kubectl"}
+
+// binDir returns the directory holding the binaries, or ends the test:
+// skipped on a developer's machine, failed under CI=true.
 func binDir(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("NETPOL_K8S_BIN")
-	hint := "unset NETPOL_K8S_BIN or point it at a directory with both binaries"
+	hint := "unset NETPOL_K8S_BIN or point it at a directory with etcd, kube-apiserver and kubectl"
 	if dir == "" {
 		var err error
 		dir, err = cachedBinDir()
 		if err != nil {
 			t.Fatalf("kubetest: %v", err)
 		}
-		hint = "build it with hack/k8s-bin/build.sh (several minutes, once per pin change)"
+		hint = "build it with hack/k8s-bin/build.sh (several minutes, once per change to hack/k8s-bin)"
 	}
-	for _, name := range []string{"etcd", "kube-apiserver"} {
+	for _, name := range binaries {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			msg := fmt.Sprintf("kubetest: no %s in %s; %s", name, dir, hint)
 			if os.Getenv("CI") == "true" {
@@ -218,19 +226,24 @@ func binDir(t testing.TB) string {
 	return dir
 }
 
+// keyFiles are the inputs of hack/k8s-bin/build.sh that decide the binaries,
+// in the order the script hashes them. The script is one of them so that a
+// change to what it builds, or how, builds afresh.
+var keyFiles = []string{"go.mod", "go.sum", "build.sh", filepath.Join("etcd", "main.go")}
+
 // cachedBinDir computes the directory hack/k8s-bin/build.sh builds into:
-// the cache root, then the first 16 hex digits of sha256(go.mod || go.sum).
-// The two must agree byte for byte.
+// the cache root, then the first 16 hex digits of the sha256 of keyFiles
+// concatenated. The two must agree byte for byte.
 func cachedBinDir() (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return "", err
 	}
 	h := sha256.New()
-	for _, name := range []string{"go.mod", "go.sum"} {
+	for _, name := range keyFiles {
 		b, err := os.ReadFile(filepath.Join(root, "hack", "k8s-bin", name))
 		if err != nil {
-			return "", fmt.Errorf("pin of the test binaries: %w", err)
+			return "", fmt.Errorf("key of the test binaries: %w", err)
 		}
 		h.Write(b)
 	}
