@@ -10,9 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -20,7 +18,6 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/knftables"
-	"sigs.k8s.io/yaml"
 
 	"github.com/netpol/netpol/internal/agent"
 	"github.com/netpol/netpol/internal/kubetest"
@@ -42,7 +39,7 @@ func TestAgentFollowsAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCreate(t, ctx, cs)
+	mustCreate(t, c, shop)
 
 	w, err := kube.NewWatch(c.Config, source.Options{})
 	if err != nil {
@@ -90,35 +87,47 @@ func TestAgentFollowsAPIServer(t *testing.T) {
 	}
 }
 
-func mustCreate(t *testing.T, ctx context.Context, cs kubernetes.Interface) {
+// shop: web and client on node-1, remote (a frontend) on node-2; web
+// accepts only frontends.
+const shop = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop, labels: {app: web}}
+spec: {nodeName: node-1, containers: [{name: c}]}
+status: {podIP: 198.18.1.1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: shop, labels: {app: client}}
+spec: {nodeName: node-1, containers: [{name: c}]}
+status: {podIP: 198.18.1.2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: remote, namespace: shop, labels: {app: frontend}}
+spec: {nodeName: node-2, containers: [{name: c}]}
+status: {podIP: 198.18.1.3}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: web}}
+  ingress: [{from: [{podSelector: {matchLabels: {app: frontend}}}]}]
+`
+
+// mustCreate creates the objects of a YAML stream in c.
+func mustCreate(t *testing.T, c *kubetest.Cluster, stream string) {
 	t.Helper()
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
+	objs, err := kubetest.Manifests(stream)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []struct{ name, app, node, ip string }{
-		{"web", "web", "node-1", "198.18.1.1"}, {"client", "client", "node-1", "198.18.1.2"}, {"remote", "frontend", "node-2", "198.18.1.3"},
-	} {
-		pod, err := cs.CoreV1().Pods("shop").Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: map[string]string{"app": p.app}},
-			Spec:       corev1.PodSpec{NodeName: p.node, Containers: []corev1.Container{{Name: "c", Image: "registry.example/app"}}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: p.ip, PodIPs: []corev1.PodIP{{IP: p.ip}}}
-		if _, err := cs.CoreV1().Pods("shop").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	np := &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
-		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{
-				PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "frontend"}}}}}},
-		},
-	}
-	if _, err := cs.NetworkingV1().NetworkPolicies("shop").Create(ctx, np, metav1.CreateOptions{}); err != nil {
+	if err := c.Create(t.Context(), objs); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -177,9 +186,8 @@ func TestAgentReportsStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCreate(t, ctx, cs)
-	anps := dyn.Resource(kube.ANP)
-	for _, doc := range []string{`
+	mustCreate(t, c, shop+`
+---
 apiVersion: policy.networking.k8s.io/v1alpha1
 kind: AdminNetworkPolicy
 metadata: {name: deny-remote}
@@ -188,7 +196,7 @@ spec:
   subject: {namespaces: {}}
   ingress:
   - {name: no-remote, action: Deny, from: [{pods: {namespaceSelector: {}, podSelector: {matchLabels: {app: frontend}}}}]}
-`, `
+---
 apiVersion: policy.networking.k8s.io/v1alpha1
 kind: AdminNetworkPolicy
 metadata: {name: backwards-range}
@@ -200,15 +208,8 @@ spec:
     action: Deny
     from: [{namespaces: {}}]
     ports: [{portRange: {protocol: TCP, start: 9000, end: 8000}}]
-`} {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := anps.Create(ctx, u, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+`)
+	anps := dyn.Resource(kube.ANP)
 
 	w, err := kube.NewWatch(c.Config, source.Options{})
 	if err != nil {

@@ -1,24 +1,19 @@
 package agent_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	goruntime "runtime"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/knftables"
 
@@ -55,14 +50,20 @@ func BenchmarkChangeToProgrammed(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dyn, err := dynamic.NewForConfig(c.Config)
-	if err != nil {
-		b.Fatal(err)
-	}
 	size := synth.Size10k
 	size.Nodes = 100
 	objs := synth.Cluster(size)
-	load(b, ctx, cs, dyn, objs)
+	manifests := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o.Value) // keeps their TypeMeta
+		if err != nil {
+			b.Fatal(err)
+		}
+		manifests[i] = &unstructured.Unstructured{Object: m}
+	}
+	if err := c.Create(ctx, manifests); err != nil {
+		b.Fatal(err)
+	}
 
 	w, err := kube.NewWatch(c.Config, source.Options{})
 	if err != nil {
@@ -183,99 +184,4 @@ func (m *marked) Read() ([]source.Object, diag.List, string, error) {
 		m.seen = m.seen || slices.ContainsFunc(objs, m.want)
 	}
 	return objs, diags, fp, err
-}
-
-// load creates the synthetic cluster in the API server, 16 requests at a
-// time.
-func load(b *testing.B, ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, objs []source.Object) {
-	b.Helper()
-	// Namespaces and nodes first: pods and policies refer to them.
-	var first, rest []source.Object
-	for _, o := range objs {
-		if o.Kind == "Namespace" || o.Kind == "Node" {
-			first = append(first, o)
-		} else {
-			rest = append(rest, o)
-		}
-	}
-	for _, batch := range [][]source.Object{first, rest} {
-		work := make(chan source.Object)
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var failed error
-		for range 16 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for o := range work {
-					if err := createObject(ctx, cs, dyn, o); err != nil {
-						mu.Lock()
-						failed = fmt.Errorf("%s: %w", o.Ref(), err)
-						mu.Unlock()
-					}
-				}
-			}()
-		}
-		for _, o := range batch {
-			work <- o
-		}
-		close(work)
-		wg.Wait()
-		if failed != nil {
-			b.Fatal(failed)
-		}
-	}
-}
-
-var adminGVR = map[string]schema.GroupVersionResource{"AdminNetworkPolicy": kube.ANP, "BaselineAdminNetworkPolicy": kube.BANP}
-
-func createObject(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface, o source.Object) error {
-	opts := metav1.CreateOptions{}
-	switch v := o.Value.(type) {
-	case *corev1.Namespace:
-		_, err := cs.CoreV1().Namespaces().Create(ctx, v, opts)
-		if apierrors.IsAlreadyExists(err) { // kube-system: the server made it
-			have, err := cs.CoreV1().Namespaces().Get(ctx, v.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			have.Labels = v.Labels
-			_, err = cs.CoreV1().Namespaces().Update(ctx, have, metav1.UpdateOptions{})
-			return err
-		}
-		return err
-	case *corev1.Node:
-		_, err := cs.CoreV1().Nodes().Create(ctx, v, opts)
-		return err
-	case *corev1.Pod:
-		p := v.DeepCopy()
-		for i := range p.Spec.Containers {
-			p.Spec.Containers[i].Image = "registry.example/app"
-		}
-		_, err := cs.CoreV1().Pods(p.Namespace).Create(ctx, p, opts)
-		return err
-	case *networkingv1.NetworkPolicy:
-		_, err := cs.NetworkingV1().NetworkPolicies(v.Namespace).Create(ctx, v, opts)
-		return err
-	}
-	gvr, ok := adminGVR[o.Kind]
-	if !ok {
-		return fmt.Errorf("no create for %s", o.Kind)
-	}
-	m, err := toUnstructured(o.Value)
-	if err != nil {
-		return err
-	}
-	m.SetAPIVersion(gvr.GroupVersion().String())
-	m.SetKind(o.Kind)
-	_, err = dyn.Resource(gvr).Create(ctx, m, opts)
-	return err
-}
-
-func toUnstructured(v any) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(v)
-	if err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: m}, nil
 }

@@ -1,7 +1,6 @@
 package lab_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/url"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -36,15 +34,16 @@ func TestLabAgentsWatchAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	dec := &source.Decoder{}
-	objs := dec.Decode("lab.yaml", []byte(twoPods))
-	e, _, err := pipeline.Build(objs, dec.Diags, pipeline.Options{})
+	e, _, err := pipeline.Build(dec.Decode("lab.yaml", []byte(twoPods)), dec.Diags, pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range objs {
-		if err := create(ctx, cs, o.Value); err != nil {
-			t.Fatalf("%s: %v", o.Ref(), err)
-		}
+	manifests, err := kubetest.Manifests(twoPods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, manifests); err != nil {
+		t.Fatal(err)
 	}
 
 	l, err := lab.Plan("kube", e.Cluster())
@@ -136,37 +135,6 @@ func TestLabAgentsWatchAPIServer(t *testing.T) {
 			t.Errorf("agent of %s: %s", n.Name, st.Error)
 		}
 	}
-}
-
-// create makes a decoded object in the cluster; pods get their status
-// (addresses) too, which only the status subresource takes.
-func create(ctx context.Context, cs kubernetes.Interface, v any) error {
-	opts := metav1.CreateOptions{}
-	switch o := v.(type) {
-	case *corev1.Node:
-		_, err := cs.CoreV1().Nodes().Create(ctx, o, opts)
-		return err
-	case *corev1.Namespace:
-		_, err := cs.CoreV1().Namespaces().Create(ctx, o, opts)
-		return err
-	case *corev1.Pod:
-		status := o.Status
-		for i := range o.Spec.Containers {
-			o.Spec.Containers[i].Image = "registry.example/app"
-		}
-		p, err := cs.CoreV1().Pods(o.Namespace).Create(ctx, o, opts)
-		if err != nil {
-			return err
-		}
-		p.Status = status
-		p.Status.Phase = corev1.PodRunning
-		if len(p.Status.PodIPs) == 0 && p.Status.PodIP != "" {
-			p.Status.PodIPs = []corev1.PodIP{{IP: p.Status.PodIP}}
-		}
-		_, err = cs.CoreV1().Pods(o.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
-		return err
-	}
-	return fmt.Errorf("no create for %T", v)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -1,14 +1,10 @@
 package kube_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -25,68 +21,89 @@ import (
 // AdminNetworkPolicy denies everything from namespace untrusted, where the
 // pod intruder lives; a ClusterNetworkPolicy in the Admin tier allows the
 // monitoring namespace before either.
-func createCluster(t *testing.T, ctx context.Context, cs kubernetes.Interface, dyn dynamic.Interface) {
-	t.Helper()
-	for _, ns := range []string{"shop", "untrusted", "monitoring"} {
-		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pods := []struct{ ns, name, app, ip string }{
-		{"shop", "web", "web", "198.18.1.1"}, {"shop", "frontend", "frontend", "198.18.1.2"},
-		{"shop", "batch", "batch", "198.18.1.3"}, {"untrusted", "intruder", "frontend", "198.18.2.1"},
-		{"monitoring", "prometheus", "prometheus", "198.18.3.1"},
-	}
-	for _, p := range pods {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: p.ns, Labels: map[string]string{"app": p.app}},
-			Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "registry.example/app",
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}}},
-		}
-		created, err := cs.CoreV1().Pods(p.ns).Create(ctx, pod, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// No kubelet here: write the status a kubelet would.
-		created.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: p.ip, PodIPs: []corev1.PodIP{{IP: p.ip}}}
-		if _, err := cs.CoreV1().Pods(p.ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	np := &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
-		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{
-				PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "frontend"}}}}}},
-		},
-	}
-	if _, err := cs.NetworkingV1().NetworkPolicies("shop").Create(ctx, np, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	anp := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "policy.networking.k8s.io/v1alpha1", "kind": "AdminNetworkPolicy",
-		"metadata": map[string]any{"name": "quarantine"},
-		"spec": map[string]any{"priority": int64(20), "subject": map[string]any{"namespaces": map[string]any{}},
-			"ingress": []any{map[string]any{"name": "untrusted", "action": "Deny",
-				"from": []any{map[string]any{"namespaces": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "untrusted"}}}}}}},
-	}}
-	if _, err := dyn.Resource(kube.ANP).Create(ctx, anp, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cnp := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy",
-		"metadata": map[string]any{"name": "monitoring"},
-		"spec": map[string]any{"tier": "Admin", "priority": int64(10), "subject": map[string]any{"namespaces": map[string]any{}},
-			"ingress": []any{map[string]any{"name": "scrape", "action": "Accept",
-				"from": []any{map[string]any{"namespaces": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}}}}}}},
-	}}
-	if _, err := dyn.Resource(kube.CNP).Create(ctx, cnp, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
+const cluster = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: untrusted}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: monitoring}
+` + pods + `
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: web}}
+  ingress: [{from: [{podSelector: {matchLabels: {app: frontend}}}]}]
+---
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: AdminNetworkPolicy
+metadata: {name: quarantine}
+spec:
+  priority: 20
+  subject: {namespaces: {}}
+  ingress: [{name: untrusted, action: Deny, from: [{namespaces: {matchLabels: {kubernetes.io/metadata.name: untrusted}}}]}]
+---
+apiVersion: policy.networking.k8s.io/v1alpha2
+kind: ClusterNetworkPolicy
+metadata: {name: monitoring}
+spec:
+  tier: Admin
+  priority: 10
+  subject: {namespaces: {}}
+  ingress: [{name: scrape, action: Accept, from: [{namespaces: {matchLabels: {kubernetes.io/metadata.name: monitoring}}}]}]
+`
 
-func clients(t *testing.T, c *kubetest.Cluster) (kubernetes.Interface, dynamic.Interface) {
+const pods = `
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop, labels: {app: web}}
+spec: {nodeName: node-1, containers: [{name: c, ports: [{name: http, containerPort: 8080}]}]}
+status: {podIP: 198.18.1.1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: frontend, namespace: shop, labels: {app: frontend}}
+spec: {nodeName: node-1, containers: [{name: c, ports: [{name: http, containerPort: 8080}]}]}
+status: {podIP: 198.18.1.2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: batch, namespace: shop, labels: {app: batch}}
+spec: {nodeName: node-1, containers: [{name: c, ports: [{name: http, containerPort: 8080}]}]}
+status: {podIP: 198.18.1.3}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: intruder, namespace: untrusted, labels: {app: frontend}}
+spec: {nodeName: node-1, containers: [{name: c, ports: [{name: http, containerPort: 8080}]}]}
+status: {podIP: 198.18.2.1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: prometheus, namespace: monitoring, labels: {app: prometheus}}
+spec: {nodeName: node-1, containers: [{name: c, ports: [{name: http, containerPort: 8080}]}]}
+status: {podIP: 198.18.3.1}
+`
+
+// start runs a control plane holding cluster.
+func start(t *testing.T) (*kubetest.Cluster, kubernetes.Interface, dynamic.Interface) {
+	t.Helper()
+	c := kubetest.Start(t)
+	objs, err := kubetest.Manifests(cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(t.Context(), objs); err != nil {
+		t.Fatal(err)
+	}
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +112,7 @@ func clients(t *testing.T, c *kubetest.Cluster) (kubernetes.Interface, dynamic.I
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cs, dyn
+	return c, cs, dyn
 }
 
 func build(t *testing.T, objs []source.Object) *engine.Engine {
@@ -125,10 +142,8 @@ func allowed(t *testing.T, e *engine.Engine, from, to string) bool {
 // NetworkPolicy, the ANP and the CNP, pod IPs from the status, and the
 // namespace name label the API server adds.
 func TestKubeListDecidesLikeFiles(t *testing.T) {
-	c := kubetest.Start(t)
+	c, _, _ := start(t)
 	ctx := t.Context()
-	cs, dyn := clients(t, c)
-	createCluster(t, ctx, cs, dyn)
 
 	objs, diags, err := kube.List(ctx, c.Config, source.Options{})
 	if err != nil {
@@ -161,10 +176,8 @@ func TestKubeListDecidesLikeFiles(t *testing.T) {
 // relabel and a policy deletion each arrive as a change, and the snapshot
 // then decides differently.
 func TestKubeWatchFollowsChanges(t *testing.T) {
-	c := kubetest.Start(t)
+	c, cs, dyn := start(t)
 	ctx := t.Context()
-	cs, dyn := clients(t, c)
-	createCluster(t, ctx, cs, dyn)
 
 	w, err := kube.NewWatch(c.Config, source.Options{})
 	if err != nil {
