@@ -17,7 +17,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -196,7 +195,7 @@ func (m *mirror) set(obj runtime.Object, tm metav1.TypeMeta) bool {
 	}
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	key := kind + "/" + acc.GetNamespace() + "/" + acc.GetName()
-	label := fmt.Sprintf("%s %s", kind, ref(acc.GetNamespace(), acc.GetName()))
+	label := source.Object{Kind: kind, Namespace: acc.GetNamespace(), Name: acc.GetName()}.Ref()
 	data, err := json.Marshal(obj)
 	m.mu.Lock()
 	prev, ok := m.objects[key]
@@ -206,11 +205,16 @@ func (m *mirror) set(obj runtime.Object, tm metav1.TypeMeta) bool {
 	}
 	d := decoded{data: data}
 	if err != nil {
-		d.diags = diag.List{{Severity: diag.Error, Origin: diag.Origin{File: label}, Message: err.Error()}}
+		d.diags = diag.List{{Severity: diag.Error, Origin: diag.Origin{File: "cluster"}, Object: label, Message: err.Error()}}
 	} else {
 		dec := &source.Decoder{Options: m.opts}
-		d.objs = dec.Decode("cluster: "+label, data)
+		d.objs = dec.Decode("cluster", data)
 		d.diags = dec.Diags
+		for i := range d.diags {
+			if d.diags[i].Object == "" { // the decoder could not name it: we can
+				d.diags[i].Object = label
+			}
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -262,13 +266,6 @@ func metaAccessor(obj any) (metav1.Object, error) {
 		return nil, fmt.Errorf("%T has no object metadata", obj)
 	}
 	return o, nil
-}
-
-func ref(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
 }
 
 // Watch mirrors the cluster with informers. Snapshot returns the current
@@ -408,9 +405,6 @@ func (w *Watch) Snapshot() ([]source.Object, diag.List, string) { return w.m.sna
 // Changed receives after changes; several changes may be reported once.
 func (w *Watch) Changed() <-chan struct{} { return w.changed }
 
-// Ensure the typed objects we restore kinds for are what the informers hand out.
-var _ = []runtime.Object{&corev1.Namespace{}, &corev1.Node{}, &networkingv1.NetworkPolicy{}}
-
 // Read is Snapshot in the shape of the agent's input; it never fails: while
 // the API server is unreachable it returns the last objects listed.
 func (w *Watch) Read() ([]source.Object, diag.List, string, error) {
@@ -441,7 +435,7 @@ type AdminPolicy struct {
 }
 
 // Ref names the policy as findings do (source.Object.Ref).
-func (p AdminPolicy) Ref() string { return p.Kind + " " + p.Name }
+func (p AdminPolicy) Ref() string { return source.Object{Kind: p.Kind, Name: p.Name}.Ref() }
 
 // AdminPolicies lists the admin policies the watch holds, by resource and
 // name.
