@@ -35,7 +35,7 @@ import (
 // NetworkPolicy; the clock runs from just before the write to the end of
 // the agent pass whose nftables transaction includes it. The agent is the
 // real one, in-process, on a knftables interface in a network namespace of
-// its own. Loading the cluster (about 30k requests) is not timed.
+// its own. Loading the cluster (about 40k requests) is not timed.
 //
 //	go test ./internal/agent -run XXX -bench ChangeToProgrammed -benchtime 1x -timeout 60m
 func BenchmarkChangeToProgrammed(b *testing.B) {

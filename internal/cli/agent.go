@@ -78,8 +78,9 @@ func newAgent() *cobra.Command {
 		Short: "Enforce the policies for the pods of one node with nftables",
 		Long: `agent programs the kernel of one node: it reads the manifests under --source,
 or watches a Kubernetes API server (--kubeconfig, --context, or --in-cluster
-when it runs as a DaemonSet pod), compiles what the node's pods must enforce (see netpol compile) and loads it
-into the nftables table "inet netpol" in one transaction. Then it watches the
+when it runs as a DaemonSet pod), compiles what the node's pods must enforce
+(see netpol compile) and loads it into the nftables table "inet netpol" in
+one transaction. Then it watches the
 source: on every change it sends only the difference (a pod joining a
 selector is one set element; a changed policy rewrites only its chains), and
 deletes the conntrack entries of connections that are now denied, so that
@@ -94,9 +95,9 @@ invalid policy gets a Warning Event (reason InvalidPolicy).
 On start it takes over whatever "inet netpol" holds (after a restart or a
 crash) in the same single transaction: there is no moment without rules and
 no stale rule is left. While the API server is unreachable the rules last
-programmed stay, and the watch catches up when it is back. When the input is invalid or the kernel refuses the
-transaction, the rules last programmed stay in place and the error is logged
-and written to --status.
+programmed stay, and the watch catches up when it is back. When manifest
+files are invalid or the kernel refuses the transaction, the rules last
+programmed stay in place and the error is logged and written to --status.
 
 Needs root (CAP_NET_ADMIN) and the nft binary; --dry-run needs neither
 netlink nor write access: it prints each transaction instead.`,
