@@ -95,6 +95,7 @@ type Agent struct {
 	// retry on the next pass.
 	unreported *outcome
 	logged     map[string]bool // the findings of the last pass, logged
+	builder    *pipeline.Builder
 }
 
 type outcome struct {
@@ -109,7 +110,7 @@ func New(cfg Config, renderer *nft.Renderer, logTx func(string)) *Agent {
 		cfg.Interval = time.Second
 	}
 	return &Agent{cfg: cfg, renderer: renderer, status: Status{Node: cfg.Node}, logTx: logTx, metrics: newMetrics(),
-		health: health{deadline: time.Minute + 10*cfg.Interval}}
+		health: health{deadline: time.Minute + 10*cfg.Interval}, builder: &pipeline.Builder{Options: cfg.Pipeline}}
 }
 
 // Run loops until ctx is done. A failed pass is retried on the next tick;
@@ -152,7 +153,7 @@ func (a *Agent) Pass(ctx context.Context) error {
 		noticed = n.Noticed()
 	}
 	a.status.Input = fp
-	e, diags, err := pipeline.Build(objects, decoded, a.cfg.Pipeline)
+	e, diags, err := a.builder.Build(objects, decoded)
 	a.logFindings(diags)
 	a.metrics.invalid.Set(float64(countObjects(diags.Errors())))
 	if err != nil {

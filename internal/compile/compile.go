@@ -155,13 +155,13 @@ func (c *compiler) addrSet(peer engine.PeerSet) string {
 	s := &AddrSet{Name: name, Key: peer.Key}
 	switch peer.Kind {
 	case policy.PeerPods:
-		for _, p := range peer.Pods {
+		for _, p := range peer.Pods() {
 			for _, ip := range p.IPs {
 				s.Prefixes = append(s.Prefixes, netip.PrefixFrom(ip, ip.BitLen()))
 			}
 		}
 	case policy.PeerNodes:
-		for _, n := range peer.Nodes {
+		for _, n := range peer.Nodes() {
 			for _, ip := range n.IPs {
 				s.Prefixes = append(s.Prefixes, netip.PrefixFrom(ip, ip.BitLen()))
 			}
@@ -191,7 +191,7 @@ func (c *compiler) endpointSet(peer engine.PeerSet, pm policy.PortMatch) string 
 	case 0:
 		pods = c.e.Cluster().Pods
 	case policy.PeerPods:
-		pods = peer.Pods
+		pods = peer.Pods()
 	case policy.PeerIPBlock:
 		for _, p := range c.e.Cluster().Pods {
 			for _, ip := range p.IPs {

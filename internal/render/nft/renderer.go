@@ -20,6 +20,7 @@ const TableName = "netpol"
 type Renderer struct {
 	nft        knftables.Interface
 	programmed *ruleset // nil until the first successful Sync
+	builder    builder
 }
 
 // New returns a renderer over nft, which must be bound to family inet and
@@ -39,7 +40,10 @@ type Stats struct {
 // running it. The first plan of a renderer reconciles with what the kernel
 // holds (netpol's table after a restart), so it reads the kernel.
 func (r *Renderer) Plan(ctx context.Context, ir *compile.IR) (*knftables.Transaction, Stats, error) {
-	want := build(ir)
+	return r.plan(ctx, r.builder.build(ir))
+}
+
+func (r *Renderer) plan(ctx context.Context, want *ruleset) (*knftables.Transaction, Stats, error) {
 	tx := r.nft.NewTransaction()
 	var st Stats
 	if r.programmed == nil {
@@ -55,8 +59,8 @@ func (r *Renderer) Plan(ctx context.Context, ir *compile.IR) (*knftables.Transac
 
 // Sync brings the kernel to ir in one transaction: all of it or nothing.
 func (r *Renderer) Sync(ctx context.Context, ir *compile.IR) (Stats, error) {
-	want := build(ir)
-	tx, st, err := r.Plan(ctx, ir)
+	want := r.builder.build(ir)
+	tx, st, err := r.plan(ctx, want)
 	if err != nil {
 		return st, err
 	}
@@ -269,24 +273,37 @@ func diff(tx *knftables.Transaction, have, want *ruleset, st *Stats) {
 
 // diffElements adds and deletes elements of the sets or maps present in both.
 // A map element whose value changed is replaced (deleted, then added).
+// Only the changed keys are sorted: a pass that moves one pod must not sort
+// every element of the table.
 func diffElements(tx *knftables.Transaction, have, want map[string]*container, isMap bool, st *Stats) {
 	for _, name := range sortedKeys(want) {
 		old := have[name]
+		if old == want[name] {
+			continue // the same container: built once, never modified
+		}
 		if old == nil {
 			old = &container{}
 		}
-		for _, key := range sortedKeys(old.elements) {
-			if v, ok := want[name].elements[key]; !ok || v != old.elements[key] {
-				tx.Delete(element(name, isMap, key, old.elements[key]))
-				st.Elements++
+		var gone, added []string
+		for key, v := range old.elements {
+			if w, ok := want[name].elements[key]; !ok || w != v {
+				gone = append(gone, key)
 			}
 		}
-		for _, key := range sortedKeys(want[name].elements) {
-			if v, ok := old.elements[key]; !ok || v != want[name].elements[key] {
-				tx.Add(element(name, isMap, key, want[name].elements[key]))
-				st.Elements++
+		for key, v := range want[name].elements {
+			if o, ok := old.elements[key]; !ok || o != v {
+				added = append(added, key)
 			}
 		}
+		slices.Sort(gone)
+		slices.Sort(added)
+		for _, key := range gone {
+			tx.Delete(element(name, isMap, key, old.elements[key]))
+		}
+		for _, key := range added {
+			tx.Add(element(name, isMap, key, want[name].elements[key]))
+		}
+		st.Elements += len(gone) + len(added)
 	}
 }
 
