@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -70,7 +71,7 @@ func newAgent() *cobra.Command {
 	var cfg agent.Config
 	var sources []string
 	var anpShape, kubeconfig, kubeContext string
-	var inCluster, once bool
+	var inCluster, once, elementsViaNft bool
 	var listen string
 	reportStatus := true
 	cmd := &cobra.Command{
@@ -82,7 +83,8 @@ when it runs as a DaemonSet pod), compiles what the node's pods must enforce
 (see netpol compile) and loads it into the nftables table "inet netpol" in
 one transaction. Then it watches the
 source: on every change it sends only the difference (a pod joining a
-selector is one set element; a changed policy rewrites only its chains), and
+selector is one set element, sent straight over netlink; a changed policy
+rewrites only its chains, through nft), and
 deletes the conntrack entries of connections that are now denied, so that
 existing connections are cut as well as new ones refused.
 
@@ -166,8 +168,12 @@ netlink nor write access: it prints each transaction instead.`,
 				}
 				cfg.Conntrack = dataplane.Conntrack{}
 			}
+			renderer := nft.New(iface)
+			if !cfg.DryRun && !elementsViaNft {
+				renderer.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
+			}
 			out := cmd.OutOrStdout()
-			a := agent.New(cfg, nft.New(iface), func(tx string) { fmt.Fprint(out, tx) })
+			a := agent.New(cfg, renderer, func(tx string) { fmt.Fprint(out, tx) })
 			if listen != "" {
 				stopServer, err := serve(listen, a.Handler())
 				if err != nil {
@@ -190,6 +196,7 @@ netlink nor write access: it prints each transaction instead.`,
 	fl.DurationVar(&cfg.Interval, "interval", 500*time.Millisecond, "how often to look at the input for changes (a cluster watch also wakes the agent on every change)")
 	fl.StringVar(&cfg.Status, "status", "", "file to rewrite with the agent's status (JSON) after every pass")
 	fl.BoolVar(&cfg.DryRun, "dry-run", false, "print each nftables transaction instead of applying it")
+	fl.BoolVar(&elementsViaNft, "elements-via-nft", false, "send set element changes through nft too (slower: by default a change that only adds and deletes elements goes to the kernel over netlink)")
 	fl.StringVar(&listen, "listen", "", "serve /metrics (Prometheus), /healthz and /readyz on this address, e.g. :9745")
 	fl.BoolVar(&reportStatus, "report-status", reportStatus, "in a cluster, write conditions on the admin policies and Events for invalid ones")
 	// klog's verbosity, as every Kubernetes component spells it.

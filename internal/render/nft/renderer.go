@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/netpol/netpol/internal/compile"
+	"github.com/netpol/netpol/internal/dataplane"
 )
 
 // TableName is the inet table netpol owns.
@@ -21,7 +22,21 @@ type Renderer struct {
 	nft        knftables.Interface
 	programmed *ruleset // nil until the first successful Sync
 	builder    builder
+	elements   ElementWriter
 }
+
+// ElementWriter writes set and map elements in one kernel transaction
+// without the nft binary (dataplane.Elements).
+type ElementWriter interface {
+	Write([]dataplane.Element) error
+}
+
+// WriteElementsWith has the renderer send a transaction that only adds and
+// deletes elements (a pod starting, stopping or changing labels: the common
+// change) through w instead of nft, which takes hundreds of milliseconds to
+// read a large table before it adds one element. Every other transaction
+// still goes through nft.
+func (r *Renderer) WriteElementsWith(w ElementWriter) { r.elements = w }
 
 // New returns a renderer over nft, which must be bound to family inet and
 // table TableName (knftables.New(knftables.InetFamily, nft.TableName)).
@@ -34,46 +49,71 @@ type Stats struct {
 	Operations int `json:"operations"`
 	Chains     int `json:"chains"`   // chains written (added or replaced)
 	Elements   int `json:"elements"` // set and map elements added or deleted
+	// Netlink: the transaction was only elements and went to the kernel
+	// through the ElementWriter, not nft.
+	Netlink bool `json:"netlink,omitempty"`
 }
 
 // Plan returns the transaction that would bring the kernel to ir, without
 // running it. The first plan of a renderer reconciles with what the kernel
 // holds (netpol's table after a restart), so it reads the kernel.
 func (r *Renderer) Plan(ctx context.Context, ir *compile.IR) (*knftables.Transaction, Stats, error) {
-	return r.plan(ctx, r.builder.build(ir))
+	p, err := r.plan(ctx, r.builder.build(ir))
+	return p.tx, p.st, err
 }
 
-func (r *Renderer) plan(ctx context.Context, want *ruleset) (*knftables.Transaction, Stats, error) {
-	tx := r.nft.NewTransaction()
-	var st Stats
+// plan is a transaction and, when it only adds and deletes elements of
+// existing sets and maps, the same operations as elements.
+type plan struct {
+	tx       *knftables.Transaction
+	elements []elementOp // nil unless the transaction is only these
+	st       Stats
+}
+
+func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
+	p := plan{tx: r.nft.NewTransaction()}
 	if r.programmed == nil {
-		if err := r.reconcile(ctx, tx, want, &st); err != nil {
-			return nil, st, err
+		if err := r.reconcile(ctx, p.tx, want, &p.st); err != nil {
+			return p, err
 		}
 	} else {
-		diff(tx, r.programmed, want, &st)
+		p.elements = diff(p.tx, r.programmed, want, &p.st)
 	}
-	st.Operations = tx.NumOperations()
-	return tx, st, nil
+	p.st.Operations = p.tx.NumOperations()
+	if len(p.elements) != p.st.Operations {
+		p.elements = nil
+	}
+	return p, nil
 }
 
 // Sync brings the kernel to ir in one transaction: all of it or nothing.
 func (r *Renderer) Sync(ctx context.Context, ir *compile.IR) (Stats, error) {
 	want := r.builder.build(ir)
-	tx, st, err := r.plan(ctx, want)
+	p, err := r.plan(ctx, want)
 	if err != nil {
-		return st, err
+		return p.st, err
 	}
-	if tx.NumOperations() > 0 {
-		if err := r.nft.Run(ctx, tx); err != nil {
+	if p.st.Operations > 0 {
+		if err := r.run(ctx, &p); err != nil {
 			// The kernel is unchanged; forget what we thought it held so
 			// the next Sync reconciles from what is really there.
 			r.programmed = nil
-			return st, fmt.Errorf("nftables transaction (%d operations): %w", st.Operations, err)
+			return p.st, fmt.Errorf("nftables transaction (%d operations): %w", p.st.Operations, err)
 		}
 	}
 	r.programmed = want
-	return st, nil
+	return p.st, nil
+}
+
+// run applies a plan: through the element writer when it can, else nft.
+func (r *Renderer) run(ctx context.Context, p *plan) error {
+	if r.elements != nil && len(p.elements) > 0 {
+		if els, ok := kernelElements(p.elements); ok {
+			p.st.Netlink = true
+			return r.elements.Write(els)
+		}
+	}
+	return r.nft.Run(ctx, p.tx)
 }
 
 // Size counts what a ruleset holds.
@@ -231,7 +271,8 @@ func addElements(tx *knftables.Transaction, cs map[string]*container, isMap bool
 // diff writes the transaction from have to want. Order matters within the
 // transaction: new sets and chains exist before anything refers to them, and
 // old ones are deleted after the last reference is gone.
-func diff(tx *knftables.Transaction, have, want *ruleset, st *Stats) {
+func diff(tx *knftables.Transaction, have, want *ruleset, st *Stats) []elementOp {
+	var ops []elementOp
 	for _, name := range sortedKeys(want.sets) {
 		if _, ok := have.sets[name]; !ok {
 			addContainer(tx, name, want.sets[name], false)
@@ -252,8 +293,8 @@ func diff(tx *knftables.Transaction, have, want *ruleset, st *Stats) {
 		}
 		writeChain(tx, name, want.chains[name], st)
 	}
-	diffElements(tx, have.maps, want.maps, true, st)
-	diffElements(tx, have.sets, want.sets, false, st)
+	ops = diffElements(ops, tx, have.maps, want.maps, true, st)
+	ops = diffElements(ops, tx, have.sets, want.sets, false, st)
 	for _, name := range sortedKeys(have.chains) {
 		if _, ok := want.chains[name]; !ok {
 			tx.Flush(&knftables.Chain{Name: name})
@@ -269,13 +310,14 @@ func diff(tx *knftables.Transaction, have, want *ruleset, st *Stats) {
 			tx.Delete(&knftables.Set{Name: name})
 		}
 	}
+	return ops
 }
 
-// diffElements adds and deletes elements of the sets or maps present in both.
-// A map element whose value changed is replaced (deleted, then added).
-// Only the changed keys are sorted: a pass that moves one pod must not sort
-// every element of the table.
-func diffElements(tx *knftables.Transaction, have, want map[string]*container, isMap bool, st *Stats) {
+// diffElements adds and deletes elements of the sets or maps of want, and
+// appends the same operations to ops. A map element whose value changed is
+// replaced (deleted, then added). Only the changed keys are sorted: a pass
+// that moves one pod must not sort every element of the table.
+func diffElements(ops []elementOp, tx *knftables.Transaction, have, want map[string]*container, isMap bool, st *Stats) []elementOp {
 	for _, name := range sortedKeys(want) {
 		old := have[name]
 		if old == want[name] {
@@ -299,12 +341,15 @@ func diffElements(tx *knftables.Transaction, have, want map[string]*container, i
 		slices.Sort(added)
 		for _, key := range gone {
 			tx.Delete(element(name, isMap, key, old.elements[key]))
+			ops = append(ops, elementOp{set: name, c: old, delete: true, key: key, value: old.elements[key]})
 		}
 		for _, key := range added {
 			tx.Add(element(name, isMap, key, want[name].elements[key]))
+			ops = append(ops, elementOp{set: name, c: want[name], key: key, value: want[name].elements[key]})
 		}
 		st.Elements += len(gone) + len(added)
 	}
+	return ops
 }
 
 func writeChain(tx *knftables.Transaction, name string, rules []rule, st *Stats) {
