@@ -31,11 +31,10 @@ type ElementWriter interface {
 	Write([]dataplane.Element) error
 }
 
-// WriteElementsWith has the renderer send a transaction that only adds and
-// deletes elements (a pod starting, stopping or changing labels: the common
-// change) through w instead of nft, which takes hundreds of milliseconds to
-// read a large table before it adds one element. Every other transaction
-// still goes through nft.
+// WriteElementsWith has the renderer send element changes (a pod starting,
+// stopping or changing labels: the common change) through w instead of nft,
+// which takes hundreds of milliseconds to read a large table before it adds
+// one element; chains and sets still go through nft (see plan).
 func (r *Renderer) WriteElementsWith(w ElementWriter) { r.elements = w }
 
 // New returns a renderer over nft, which must be bound to family inet and
@@ -49,8 +48,8 @@ type Stats struct {
 	Operations int `json:"operations"`
 	Chains     int `json:"chains"`   // chains written (added or replaced)
 	Elements   int `json:"elements"` // set and map elements added or deleted
-	// Netlink: the transaction was only elements and went to the kernel
-	// through the ElementWriter, not nft.
+	// Netlink: the element changes went to the kernel through the
+	// ElementWriter, and nft ran only for chains and sets, if at all.
 	Netlink bool `json:"netlink,omitempty"`
 }
 
@@ -62,12 +61,21 @@ func (r *Renderer) Plan(ctx context.Context, ir *compile.IR) (*knftables.Transac
 	return p.tx, p.st, err
 }
 
-// plan is a transaction and, when it only adds and deletes elements of
-// existing sets and maps, the same operations as elements.
+// plan is the way from what is programmed to what is wanted, twice: as
+// one transaction (tx: all or nothing, for nft alone), and, after the first
+// sync, in three phases for an element writer: adds (new sets, new and
+// rewritten chains) through nft, then every element change in one netlink
+// batch, then removals (chains and sets nothing refers to any more) through
+// nft. Traffic sees the change in one step either way: the additions are
+// not referenced until the element batch points pods at them, and the
+// removals are no longer referenced after it. The phases keep element
+// commands out of nft, which reads every element of the table before it
+// runs one.
 type plan struct {
-	tx       *knftables.Transaction
-	elements []elementOp // nil unless the transaction is only these
-	st       Stats
+	tx             *knftables.Transaction
+	adds, removals *knftables.Transaction // nil on a first sync
+	elements       []elementOp
+	st             Stats
 }
 
 func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
@@ -77,12 +85,10 @@ func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
 			return p, err
 		}
 	} else {
-		p.elements = diff(p.tx, r.programmed, want, &p.st)
+		p.adds, p.removals = r.nft.NewTransaction(), r.nft.NewTransaction()
+		p.elements = diff(p.tx, p.adds, p.removals, r.programmed, want, &p.st)
 	}
 	p.st.Operations = p.tx.NumOperations()
-	if len(p.elements) != p.st.Operations {
-		p.elements = nil
-	}
 	return p, nil
 }
 
@@ -105,15 +111,31 @@ func (r *Renderer) Sync(ctx context.Context, ir *compile.IR) (Stats, error) {
 	return p.st, nil
 }
 
-// run applies a plan: through the element writer when it can, else nft.
+// run applies a plan: in phases when there is an element writer and the
+// plan changes elements, else as one nft transaction. When a later phase
+// fails the earlier ones stay applied; the caller forgets what it
+// programmed, and the next sync reconciles.
 func (r *Renderer) run(ctx context.Context, p *plan) error {
-	if r.elements != nil && len(p.elements) > 0 {
-		if els, ok := kernelElements(p.elements); ok {
-			p.st.Netlink = true
-			return r.elements.Write(els)
+	if r.elements == nil || p.adds == nil || len(p.elements) == 0 {
+		return r.nft.Run(ctx, p.tx)
+	}
+	els, ok := kernelElements(p.elements)
+	if !ok {
+		return r.nft.Run(ctx, p.tx)
+	}
+	p.st.Netlink = true
+	if p.adds.NumOperations() > 0 {
+		if err := r.nft.Run(ctx, p.adds); err != nil {
+			return err
 		}
 	}
-	return r.nft.Run(ctx, p.tx)
+	if err := r.elements.Write(els); err != nil {
+		return fmt.Errorf("set elements over netlink: %w", err)
+	}
+	if p.removals.NumOperations() > 0 {
+		return r.nft.Run(ctx, p.removals)
+	}
+	return nil
 }
 
 // Size counts what a ruleset holds.
@@ -268,19 +290,23 @@ func addElements(tx *knftables.Transaction, cs map[string]*container, isMap bool
 	}
 }
 
-// diff writes the transaction from have to want. Order matters within the
-// transaction: new sets and chains exist before anything refers to them, and
-// old ones are deleted after the last reference is gone.
-func diff(tx *knftables.Transaction, have, want *ruleset, st *Stats) []elementOp {
-	var ops []elementOp
+// diff writes the transaction from have to want into tx, and the same
+// operations split into adds and removals, returning the element changes
+// (which are in tx too). Order matters within tx: new sets and chains exist
+// before anything refers to them, and old ones are deleted after the last
+// reference is gone.
+func diff(tx, adds, removals *knftables.Transaction, have, want *ruleset, st *Stats) []elementOp {
+	var none Stats // the phases count nothing: tx does
 	for _, name := range sortedKeys(want.sets) {
 		if _, ok := have.sets[name]; !ok {
 			addContainer(tx, name, want.sets[name], false)
+			addContainer(adds, name, want.sets[name], false)
 		}
 	}
 	for _, name := range sortedKeys(want.chains) {
 		if _, ok := have.chains[name]; !ok {
 			tx.Add(&knftables.Chain{Name: name})
+			adds.Add(&knftables.Chain{Name: name})
 		}
 	}
 	for _, name := range sortedKeys(want.chains) {
@@ -290,24 +316,30 @@ func diff(tx *knftables.Transaction, have, want *ruleset, st *Stats) []elementOp
 		}
 		if ok {
 			tx.Flush(&knftables.Chain{Name: name})
+			adds.Flush(&knftables.Chain{Name: name})
 		}
 		writeChain(tx, name, want.chains[name], st)
+		writeChain(adds, name, want.chains[name], &none)
 	}
+	var ops []elementOp
 	ops = diffElements(ops, tx, have.maps, want.maps, true, st)
 	ops = diffElements(ops, tx, have.sets, want.sets, false, st)
 	for _, name := range sortedKeys(have.chains) {
 		if _, ok := want.chains[name]; !ok {
 			tx.Flush(&knftables.Chain{Name: name})
+			removals.Flush(&knftables.Chain{Name: name})
 		}
 	}
 	for _, name := range sortedKeys(have.chains) {
 		if _, ok := want.chains[name]; !ok {
 			tx.Delete(&knftables.Chain{Name: name})
+			removals.Delete(&knftables.Chain{Name: name})
 		}
 	}
 	for _, name := range sortedKeys(have.sets) {
 		if _, ok := want.sets[name]; !ok {
 			tx.Delete(&knftables.Set{Name: name})
+			removals.Delete(&knftables.Set{Name: name})
 		}
 	}
 	return ops
