@@ -68,6 +68,7 @@ func Normalize(objects []source.Object) (*Set, diag.List) {
 		if p == nil || len(diags.Errors()) > before {
 			continue
 		}
+		n.annotations(p)
 		if first, dup := seen[p.Ref]; dup {
 			n.r.Errorf("metadata.name", "declared twice (first at %s)", first)
 			continue
