@@ -103,9 +103,13 @@ func Open(group uint16) (*Reader, error) {
 	return &Reader{f: os.NewFile(uintptr(fd), "nflog"), group: group, buf: make([]byte, 1<<16)}, nil
 }
 
-// ErrLost is returned by Read when the kernel dropped log messages because
-// the socket's buffer was full; reading can go on.
-var ErrLost = errors.New("nflog: messages lost (socket buffer full)")
+// Errors of Read after which reading can go on: the kernel dropped log
+// messages because the socket's buffer was full, or some messages did not
+// parse (the others are returned).
+var (
+	ErrLost      = errors.New("nflog: messages lost (socket buffer full)")
+	ErrMalformed = errors.New("nflog: malformed messages skipped")
+)
 
 // Read blocks until the kernel sends log messages and returns their packets.
 // Messages that do not parse are skipped; the error counts them.
@@ -135,7 +139,7 @@ func (r *Reader) Read() ([]Packet, error) {
 		out = append(out, p)
 	}
 	if bad > 0 {
-		return out, fmt.Errorf("nflog: %d malformed messages skipped", bad)
+		return out, fmt.Errorf("%w: %d", ErrMalformed, bad)
 	}
 	return out, nil
 }

@@ -238,6 +238,12 @@ func diff(tx *knftables.Transaction, have, want *ruleset, st *Stats) {
 			tx.Add(&knftables.Chain{Name: name})
 		}
 	}
+	// The staged maps come and go (audit.go); the others always exist.
+	for _, name := range sortedKeys(want.maps) {
+		if _, ok := have.maps[name]; !ok {
+			addContainer(tx, name, want.maps[name], true)
+		}
+	}
 	for _, name := range sortedKeys(want.chains) {
 		old, ok := have.chains[name]
 		if ok && slices.Equal(old, want.chains[name]) {
@@ -250,6 +256,11 @@ func diff(tx *knftables.Transaction, have, want *ruleset, st *Stats) {
 	}
 	diffElements(tx, have.maps, want.maps, true, st)
 	diffElements(tx, have.sets, want.sets, false, st)
+	for _, name := range sortedKeys(have.maps) {
+		if _, ok := want.maps[name]; !ok {
+			tx.Delete(&knftables.Map{Name: name})
+		}
+	}
 	for _, name := range sortedKeys(have.chains) {
 		if _, ok := want.chains[name]; !ok {
 			tx.Flush(&knftables.Chain{Name: name})

@@ -112,6 +112,7 @@ func build(ir *compile.IR) *ruleset {
 	for _, t := range ir.Tables {
 		tableChains(rs, t)
 	}
+	stagedMaps(rs, ir)
 	return rs
 }
 
@@ -131,7 +132,7 @@ func tableChains(rs *ruleset, t *compile.Table) {
 		if r.Tier != policy.TierAdmin {
 			chain = rest
 		}
-		rs.chains[chain] = append(rs.chains[chain], ruleTexts(t.Dir, r, rest)...)
+		rs.chains[chain] = append(rs.chains[chain], ruleTexts(t.Dir, r, ruleVerdict(rs, t, r, rest))...)
 	}
 	if rest != name {
 		rs.chains[name] = append(rs.chains[name], rule{text: "goto " + rest})
@@ -139,24 +140,17 @@ func tableChains(rs *ruleset, t *compile.Table) {
 	if _, ok := rs.chains[rest]; !ok {
 		rs.chains[rest] = nil // an empty chain is a valid jump target
 	}
-	if t.Default == compile.Drop {
+	if t.Default == compile.Drop && (!t.LogOnly || t.DefaultAudit != nil) {
 		var refs []string
 		for _, r := range t.IsolatedBy {
 			refs = append(refs, r.String())
 		}
-		rs.chains[rest] = append(rs.chains[rest], rule{text: "drop", comment: "isolated by " + strings.Join(refs, ", ")})
+		rs.chains[rest] = append(rs.chains[rest], rule{text: logVerdict(rs, t.DefaultAudit, "drop"), comment: "isolated by " + strings.Join(refs, ", ")})
 	}
 }
 
 // ruleTexts renders one IR rule, once per address family that it needs.
-func ruleTexts(dir policy.Direction, r compile.Rule, rest string) []rule {
-	verdict := "return"
-	switch r.Action {
-	case compile.Drop:
-		verdict = "drop"
-	case compile.Pass:
-		verdict = "goto " + rest
-	}
+func ruleTexts(dir policy.Direction, r compile.Rule, verdict string) []rule {
 	comment := r.From.String()
 	addr := "saddr"
 	if dir == policy.Egress {
