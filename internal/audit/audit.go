@@ -8,9 +8,9 @@
 //
 // The kernel already limits each logged rule (render/nft); here repeats of
 // one connection attempt (same source, destination, protocol, port and
-// decision) within Window are folded into one line whose "repeats" counts
-// what was folded, and at most Rate lines a second are written, the next
-// line written counting the ones dropped ("rateLimited").
+// decision) within Window of its line are not written: the attempt's next
+// line counts them ("repeats"). At most Rate lines a second are written;
+// the next line written counts the ones dropped ("rateLimited").
 package audit
 
 import (
@@ -196,20 +196,24 @@ func (l *Logger) take(now time.Time) bool {
 	return true
 }
 
-// prune forgets attempts whose window has passed, once a window, so that
-// the memory follows the connections of the last window only. Their
-// repeats are lost: they were not written anyway.
+// prune forgets, once a window, the attempts whose window has passed, so
+// that memory follows recent connections only. An attempt with folded
+// repeats is kept for keepRepeats windows, to count them on its next line;
+// after that they are not reported.
 func (l *Logger) prune(now time.Time) {
 	if now.Sub(l.pruned) < l.opts.Window {
 		return
 	}
 	for k, f := range l.seen {
-		if now.Sub(f.written) >= l.opts.Window {
+		age := now.Sub(f.written)
+		if age >= l.opts.Window && f.repeats == 0 || age >= keepRepeats*l.opts.Window {
 			delete(l.seen, k)
 		}
 	}
 	l.pruned = now
 }
+
+const keepRepeats = 6
 
 func protocolName(p uint8) string {
 	switch p {

@@ -145,7 +145,11 @@ func tableChains(rs *ruleset, t *compile.Table) {
 		for _, r := range t.IsolatedBy {
 			refs = append(refs, r.String())
 		}
-		rs.chains[rest] = append(rs.chains[rest], rule{text: logVerdict(rs, t.DefaultAudit, "drop"), comment: "isolated by " + strings.Join(refs, ", ")})
+		verdict := "drop"
+		if t.LogOnly {
+			verdict = "return"
+		}
+		rs.chains[rest] = append(rs.chains[rest], rule{text: logVerdict(rs, t.DefaultAudit, verdict), comment: "isolated by " + strings.Join(refs, ", ")})
 	}
 }
 
