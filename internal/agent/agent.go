@@ -44,6 +44,17 @@ type Config struct {
 	// Reporter publishes the outcome of each pass (the policies' status in a
 	// cluster); nil publishes nothing.
 	Reporter Reporter
+	// AuditDenies logs every deny (rules of all tiers and NetworkPolicy
+	// isolation), not only those of policies annotated netpol.io/audit.
+	AuditDenies bool
+	// Audit learns what the kernel logs after every pass; nil when nobody
+	// reads the log.
+	Audit Auditor
+}
+
+// Auditor turns the kernel's log into audit lines (package audit).
+type Auditor interface {
+	Update(audits map[string]*compile.Audit, podOf func(netip.Addr) string)
 }
 
 // Reporter publishes what a pass did: findings holds its findings (errors
@@ -164,6 +175,21 @@ func (a *Agent) Pass(ctx context.Context) error {
 		return a.fail(err)
 	}
 	ir := compile.Node(e, a.cfg.Node)
+	compile.AddStaged(ir, e)
+	if a.cfg.AuditDenies {
+		compile.AuditDenies(ir)
+	}
+	if a.cfg.Audit != nil {
+		// Before the kernel logs with the new rules; the auditor keeps the
+		// previous ones for packets logged before the change.
+		c := e.Cluster()
+		a.cfg.Audit.Update(compile.Audits(ir), func(ip netip.Addr) string {
+			if p := c.PodByIP(ip); p != nil {
+				return p.Key()
+			}
+			return ""
+		})
+	}
 	if a.cfg.DryRun {
 		tx, st, err := a.renderer.Plan(ctx, ir)
 		if err != nil {

@@ -24,7 +24,9 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/netpol/netpol/internal/agent"
+	"github.com/netpol/netpol/internal/audit"
 	"github.com/netpol/netpol/internal/dataplane"
+	"github.com/netpol/netpol/internal/dataplane/nflog"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/source/kube"
@@ -72,7 +74,7 @@ func newAgent() *cobra.Command {
 	var sources []string
 	var anpShape, kubeconfig, kubeContext string
 	var inCluster, once, elementsViaNft bool
-	var listen string
+	var listen, auditLog string
 	reportStatus := true
 	cmd := &cobra.Command{
 		Use:   "agent --node NAME (--source DIR | --kubeconfig FILE | --in-cluster)",
@@ -101,13 +103,26 @@ programmed stay, and the watch catches up when it is back. When manifest
 files are invalid or the kernel refuses the transaction, the rules last
 programmed stay in place and the error is logged and written to --status.
 
+Audit log: a policy annotated netpol.io/audit ("all" or "true", "deny",
+"allow") has its decisions logged, one JSON line per new connection, to
+--audit-log (stdout by default): time, source and destination (pod and IP),
+protocol, port, verdict, direction, tier, policy and rule; an implicit
+NetworkPolicy deny names the policies that isolate the pod.
+--audit-denies logs every deny, annotated or not. A policy annotated
+netpol.io/staged: "true" is not enforced: its denies are logged as
+"would-deny" (its allows as "would-allow" when it is also audited). The
+kernel logs through NFLOG group 100 with a rate limit per rule; repeats of a
+connection attempt within 10s are folded into one line ("repeats"), and at
+most 100 lines a second are written ("rateLimited" counts the rest).
+
 Needs root (CAP_NET_ADMIN) and the nft binary; --dry-run needs neither
 netlink nor write access: it prints each transaction instead.`,
 		Example: `  netpol agent --node node-1 --source /etc/netpol/manifests
   NODE_NAME=node-1 netpol agent --source manifests/ --status /run/netpol/status.json
   netpol agent --node node-1 --source examples/tenants --dry-run --once
   netpol agent --node node-1 --kubeconfig ~/.kube/config --dry-run
-  NODE_NAME=node-1 netpol agent --in-cluster --listen :9745`,
+  NODE_NAME=node-1 netpol agent --in-cluster --listen :9745
+  netpol agent --node node-1 --source manifests/ --audit-denies --audit-log /var/log/netpol/audit.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Node == "" {
@@ -167,6 +182,13 @@ netlink nor write access: it prints each transaction instead.`,
 					return fmt.Errorf("nftables is not usable here: %w", err)
 				}
 				cfg.Conntrack = dataplane.Conntrack{}
+				if auditLog != "off" {
+					closeAudit, err := startAudit(cmd, &cfg, auditLog)
+					if err != nil {
+						return err
+					}
+					defer closeAudit()
+				}
 			}
 			renderer := nft.New(iface)
 			if !cfg.DryRun && !elementsViaNft {
@@ -199,6 +221,8 @@ netlink nor write access: it prints each transaction instead.`,
 	fl.BoolVar(&elementsViaNft, "elements-via-nft", false, "send set element changes through nft too (slower: by default a change that only adds and deletes elements goes to the kernel over netlink)")
 	fl.StringVar(&listen, "listen", "", "serve /metrics (Prometheus), /healthz and /readyz on this address, e.g. :9745")
 	fl.BoolVar(&reportStatus, "report-status", reportStatus, "in a cluster, write conditions on the admin policies and Events for invalid ones")
+	fl.StringVar(&auditLog, "audit-log", "-", `where audit lines go: a file (appended to), "-" for stdout, or "off"`)
+	fl.BoolVar(&cfg.AuditDenies, "audit-denies", false, "log every denied connection, not only those of policies annotated netpol.io/audit")
 	// klog's verbosity, as every Kubernetes component spells it.
 	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -211,4 +235,32 @@ netlink nor write access: it prints each transaction instead.`,
 	fl.BoolVar(&cfg.Pipeline.LegacyNamespaceIsolation, "legacy-namespace-isolation", false, "honour the v1beta1 namespace DefaultDeny annotation for ingress")
 	fl.IntVar(&cfg.Pipeline.ReplicaCap, "replica-cap", 0, "most pods modelled per workload (default 10)")
 	return cmd
+}
+
+// startAudit opens the kernel's log group and the audit log, and reads the
+// one into the other until the returned function is called. A kernel
+// without NFLOG costs the audit log, not enforcement: the error is logged.
+func startAudit(cmd *cobra.Command, cfg *agent.Config, path string) (func(), error) {
+	w := cmd.OutOrStdout()
+	closeFile := func() {}
+	if path != "-" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+		if err != nil {
+			return nil, fmt.Errorf("--audit-log: %w", err)
+		}
+		w, closeFile = f, func() { f.Close() }
+	}
+	r, err := nflog.Open(nft.LogGroup)
+	if err != nil {
+		klog.ErrorS(err, "No audit log: the kernel's log group cannot be read", "group", nft.LogGroup)
+		closeFile()
+		return func() {}, nil
+	}
+	l := audit.New(w, audit.Options{})
+	cfg.Audit = l
+	go func() {
+		err := l.Run(r, func(err error) { klog.ErrorS(err, "Audit log") })
+		klog.V(2).InfoS("Audit log reader stopped", "reason", err)
+	}()
+	return func() { r.Close(); closeFile() }, nil
 }

@@ -21,6 +21,7 @@ func newMatrix() *cobra.Command {
 	var in inputFlags
 	var ports, output, selector string
 	var namespaces []string
+	var staged bool
 	cmd := &cobra.Command{
 		Use:   "matrix -f MANIFESTS",
 		Short: "Print which pods can reach which, on every port that matters",
@@ -31,10 +32,16 @@ per port. The ports are those the pods declare (containers[].ports) unless
 
 The work is done over behaviour classes: pods that no selector, IP block,
 named port or node tells apart are decided once, so large clusters with few
-distinct behaviours stay fast.`,
+distinct behaviours stay fast.
+
+Policies annotated netpol.io/staged: "true" are not enforced. With --staged,
+each cell also shows the verdict once they are: '!' allowed now but the
+staged policies would deny, '+' denied now but they would allow (JSON and
+CSV gain a "staged" verdict per cell).`,
 		Example: `  netpol matrix -f examples/tenants
   netpol matrix -f examples/tenants --ports 80/tcp,53/udp -o csv
-  netpol matrix -f cluster/ -n blue-web -n blue-db -l app=api -o json`,
+  netpol matrix -f cluster/ -n blue-web -n blue-db -l app=api -o json
+  netpol matrix -f cluster/ --staged`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var portList []l4.Port
@@ -65,17 +72,23 @@ distinct behaviours stay fast.`,
 			if len(pods) == 0 || len(portList) == 0 {
 				return fmt.Errorf("nothing to decide: %d pods, %d ports (declare containerPorts or pass --ports)", len(pods), len(portList))
 			}
-			m := e.Matrix(pods, pods, portList)
+			mm := matrices{enforced: e.Matrix(pods, pods, portList)}
+			if staged {
+				mm.staged = mm.enforced
+				if se := e.Staged(); se != nil {
+					mm.staged = se.Matrix(pods, pods, portList)
+				}
+			}
 			w := cmd.OutOrStdout()
 			switch output {
 			case "json":
-				return writeJSON(w, matrixCells(m))
+				return writeJSON(w, matrixCells(mm))
 			case "csv":
-				return writeMatrixCSV(w, m)
+				return writeMatrixCSV(w, mm)
 			case "md":
-				writeMatrixMarkdown(w, m)
+				writeMatrixMarkdown(w, mm)
 			default:
-				writeMatrixText(w, m)
+				writeMatrixText(w, mm)
 			}
 			return nil
 		},
@@ -84,8 +97,38 @@ distinct behaviours stay fast.`,
 	cmd.Flags().StringVar(&ports, "ports", "", "ports to decide, comma-separated: 80/tcp,53/udp (default: every declared container port)")
 	cmd.Flags().StringSliceVarP(&namespaces, "namespace", "n", nil, "only pods in these namespaces; repeatable")
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only pods whose labels match this selector, e.g. app=web,tier!=db")
+	cmd.Flags().BoolVar(&staged, "staged", false, "also decide with the policies annotated netpol.io/staged enforced, and mark the cells that differ")
 	outputFlag(cmd, &output, "text", "json", "csv", "md")
 	return cmd
+}
+
+// matrices are the enforced matrix and, with --staged, the staged one over
+// the same pods and ports (nil without --staged).
+type matrices struct {
+	enforced, staged *engine.Matrix
+}
+
+// mark is a cell's text: '.' allowed, 'X' denied; with a staged matrix,
+// '!' allowed but would be denied, '+' denied but would be allowed.
+func (mm matrices) mark(i, j, k int) string {
+	now := mm.enforced.Allowed(i, j, k)
+	if mm.staged != nil && mm.staged.Allowed(i, j, k) != now {
+		if now {
+			return "!"
+		}
+		return "+"
+	}
+	if now {
+		return "."
+	}
+	return "X"
+}
+
+func (mm matrices) legend() string {
+	if mm.staged != nil {
+		return ". allowed, X denied; staged: ! would be denied, + would be allowed"
+	}
+	return ". allowed, X denied"
 }
 
 func filterPods(c *state.Cluster, namespaces []string, sel labels.Selector) ([]*state.Pod, error) {
@@ -132,43 +175,53 @@ type cellJSON struct {
 	Port     int    `json:"port"`
 	Protocol string `json:"protocol"`
 	Allowed  bool   `json:"allowed"`
+	// Staged is the verdict with the staged policies enforced (--staged).
+	Staged *bool `json:"staged,omitempty"`
 }
 
-func matrixCells(m *engine.Matrix) []cellJSON {
+func matrixCells(mm matrices) []cellJSON {
+	m := mm.enforced
 	out := make([]cellJSON, 0, len(m.Sources)*len(m.Destinations)*len(m.Ports))
 	for i, s := range m.Sources {
 		for j, d := range m.Destinations {
 			for k, p := range m.Ports {
-				out = append(out, cellJSON{From: s.Key(), To: d.Key(), Port: int(p.Num), Protocol: p.Proto.String(), Allowed: m.Allowed(i, j, k)})
+				c := cellJSON{From: s.Key(), To: d.Key(), Port: int(p.Num), Protocol: p.Proto.String(), Allowed: m.Allowed(i, j, k)}
+				if mm.staged != nil {
+					st := mm.staged.Allowed(i, j, k)
+					c.Staged = &st
+				}
+				out = append(out, c)
 			}
 		}
 	}
 	return out
 }
 
-func writeMatrixCSV(w io.Writer, m *engine.Matrix) error {
+func writeMatrixCSV(w io.Writer, mm matrices) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"from", "to", "port", "protocol", "allowed"})
-	for _, c := range matrixCells(m) {
-		cw.Write([]string{c.From, c.To, strconv.Itoa(c.Port), c.Protocol, strconv.FormatBool(c.Allowed)})
+	header := []string{"from", "to", "port", "protocol", "allowed"}
+	if mm.staged != nil {
+		header = append(header, "staged")
+	}
+	cw.Write(header)
+	for _, c := range matrixCells(mm) {
+		row := []string{c.From, c.To, strconv.Itoa(c.Port), c.Protocol, strconv.FormatBool(c.Allowed)}
+		if c.Staged != nil {
+			row = append(row, strconv.FormatBool(*c.Staged))
+		}
+		cw.Write(row)
 	}
 	cw.Flush()
 	return cw.Error()
 }
 
-func mark(allowed bool) string {
-	if allowed {
-		return "."
-	}
-	return "X"
-}
-
-func writeMatrixText(w io.Writer, m *engine.Matrix) {
+func writeMatrixText(w io.Writer, mm matrices) {
+	m := mm.enforced
 	for k, p := range m.Ports {
 		if k > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s   (rows: from, columns: to; . allowed, X denied)\n", p)
+		fmt.Fprintf(w, "%s   (rows: from, columns: to; %s)\n", p, mm.legend())
 		tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
 		fmt.Fprint(tw, "\t")
 		for _, d := range m.Destinations {
@@ -178,7 +231,7 @@ func writeMatrixText(w io.Writer, m *engine.Matrix) {
 		for i, s := range m.Sources {
 			fmt.Fprintf(tw, "%s\t", s.Key())
 			for j := range m.Destinations {
-				fmt.Fprintf(tw, "%s\t", mark(m.Allowed(i, j, k)))
+				fmt.Fprintf(tw, "%s\t", mm.mark(i, j, k))
 			}
 			fmt.Fprintln(tw)
 		}
@@ -187,7 +240,8 @@ func writeMatrixText(w io.Writer, m *engine.Matrix) {
 	fmt.Fprintf(w, "\n%d pods, %d ports: %d x %d behaviour classes decided\n", len(m.Sources), len(m.Ports), m.SourceClasses, m.DestinationClasses)
 }
 
-func writeMatrixMarkdown(w io.Writer, m *engine.Matrix) {
+func writeMatrixMarkdown(w io.Writer, mm matrices) {
+	m := mm.enforced
 	for k, p := range m.Ports {
 		if k > 0 {
 			fmt.Fprintln(w)
@@ -200,7 +254,7 @@ func writeMatrixMarkdown(w io.Writer, m *engine.Matrix) {
 		for i, s := range m.Sources {
 			fmt.Fprintf(w, "| %s |", s.Key())
 			for j := range m.Destinations {
-				fmt.Fprintf(w, " %s |", mark(m.Allowed(i, j, k)))
+				fmt.Fprintf(w, " %s |", mm.mark(i, j, k))
 			}
 			fmt.Fprintln(w)
 		}

@@ -133,7 +133,8 @@ func normalizeObject(o source.Object) (out normalized) {
 	case *v1alpha2.ClusterNetworkPolicy:
 		p = n.clusterNetworkPolicy(v)
 	}
-	if len(out.diags.Errors()) == 0 {
+	if p != nil && len(out.diags.Errors()) == 0 {
+		n.annotations(p)
 		out.p = p
 	}
 	return out

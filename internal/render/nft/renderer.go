@@ -309,6 +309,13 @@ func diff(tx, adds, removals *knftables.Transaction, have, want *ruleset, st *St
 			adds.Add(&knftables.Chain{Name: name})
 		}
 	}
+	// The staged maps come and go (audit.go); the others always exist.
+	for _, name := range sortedKeys(want.maps) {
+		if _, ok := have.maps[name]; !ok {
+			addContainer(tx, name, want.maps[name], true)
+			addContainer(adds, name, want.maps[name], true)
+		}
+	}
 	for _, name := range sortedKeys(want.chains) {
 		old, ok := have.chains[name]
 		if ok && slices.Equal(old, want.chains[name]) {
@@ -340,6 +347,12 @@ func diff(tx, adds, removals *knftables.Transaction, have, want *ruleset, st *St
 		if _, ok := want.sets[name]; !ok {
 			tx.Delete(&knftables.Set{Name: name})
 			removals.Delete(&knftables.Set{Name: name})
+		}
+	}
+	for _, name := range sortedKeys(have.maps) {
+		if _, ok := want.maps[name]; !ok {
+			tx.Delete(&knftables.Map{Name: name})
+			removals.Delete(&knftables.Map{Name: name})
 		}
 	}
 	return ops

@@ -73,7 +73,7 @@ func newRuleset() *ruleset {
 type builder struct {
 	sets      map[string]builtSet
 	endpoints map[string]builtEndpoints
-	chains    map[string][]rule
+	tables    map[string]map[string][]rule // IR table name -> its chains (log chains too)
 }
 
 type builtSet struct {
@@ -150,28 +150,27 @@ func (b *builder) build(ir *compile.IR) *ruleset {
 		rs.sets[s.Name+"-4"], rs.sets[s.Name+"-6"] = v4, v6
 		endpoints[s.Name] = builtEndpoints{s.Elements, v4, v6}
 	}
-	if b.chains == nil {
-		b.chains = map[string][]rule{}
-	}
-	chains := map[string][]rule{}
+	tables := make(map[string]map[string][]rule, len(ir.Tables))
 	for _, t := range ir.Tables {
-		if _, ok := b.chains[t.Name]; !ok {
-			tableChains(b.chains, t)
+		chains, ok := b.tables[t.Name]
+		if !ok {
+			chains = tableChains(t)
 		}
-		for _, name := range []string{t.Name, t.Name + "-np"} {
-			if c, ok := b.chains[name]; ok {
-				rs.chains[name], chains[name] = c, c
-			}
+		tables[t.Name] = chains
+		for name, c := range chains {
+			rs.chains[name] = c
 		}
 	}
-	b.sets, b.endpoints, b.chains = sets, endpoints, chains
+	stagedMaps(rs, ir)
+	b.sets, b.endpoints, b.tables = sets, endpoints, tables
 	return rs
 }
 
-// tableChains writes the chain(s) of one IR table. When an admin rule
-// passes, what follows the admin tier goes to a second chain that the pass
-// jumps to.
-func tableChains(chains map[string][]rule, t *compile.Table) {
+// tableChains returns the chains of one IR table: its own, and the log
+// chains its audited rules go to. When an admin rule passes, what follows
+// the admin tier goes to a second chain that the pass jumps to.
+func tableChains(t *compile.Table) map[string][]rule {
+	chains := map[string][]rule{}
 	name, rest := t.Name, t.Name
 	for _, r := range t.Rules {
 		if r.Action == compile.Pass {
@@ -184,7 +183,7 @@ func tableChains(chains map[string][]rule, t *compile.Table) {
 		if r.Tier != policy.TierAdmin {
 			chain = rest
 		}
-		chains[chain] = append(chains[chain], ruleTexts(t.Dir, r, rest)...)
+		chains[chain] = append(chains[chain], ruleTexts(t.Dir, r, ruleVerdict(chains, t, r, rest))...)
 	}
 	if rest != name {
 		chains[name] = append(chains[name], rule{text: "goto " + rest})
@@ -192,24 +191,22 @@ func tableChains(chains map[string][]rule, t *compile.Table) {
 	if _, ok := chains[rest]; !ok {
 		chains[rest] = nil // an empty chain is a valid jump target
 	}
-	if t.Default == compile.Drop {
+	if t.Default == compile.Drop && (!t.LogOnly || t.DefaultAudit != nil) {
 		var refs []string
 		for _, r := range t.IsolatedBy {
 			refs = append(refs, r.String())
 		}
-		chains[rest] = append(chains[rest], rule{text: "drop", comment: "isolated by " + strings.Join(refs, ", ")})
+		verdict := "drop"
+		if t.LogOnly {
+			verdict = "return"
+		}
+		chains[rest] = append(chains[rest], rule{text: logVerdict(chains, t.DefaultAudit, verdict), comment: "isolated by " + strings.Join(refs, ", ")})
 	}
+	return chains
 }
 
 // ruleTexts renders one IR rule, once per address family that it needs.
-func ruleTexts(dir policy.Direction, r compile.Rule, rest string) []rule {
-	verdict := "return"
-	switch r.Action {
-	case compile.Drop:
-		verdict = "drop"
-	case compile.Pass:
-		verdict = "goto " + rest
-	}
+func ruleTexts(dir policy.Direction, r compile.Rule, verdict string) []rule {
 	comment := r.From.String()
 	addr := "saddr"
 	if dir == policy.Egress {
