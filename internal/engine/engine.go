@@ -28,7 +28,7 @@ type Engine struct {
 	opts Options
 	ix   *index
 
-	policies  []*compiled           // every policy, in tier order
+	policies  []*compiled // every policy, in tier order
 	rules     map[*policy.Rule]compiledRule
 	bySubject map[int32][]*compiled // subject atom -> policies
 	applies   [][]*compiled         // pod ID -> policies selecting it, in order (shared)
