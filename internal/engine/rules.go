@@ -43,3 +43,28 @@ func (e *Engine) RuleMatches(r *policy.Rule, f Flow) bool {
 	}
 	return matcher{e: e, dir: r.Dir, subject: pod, peer: peer, port: f.Port, dst: f.Dst}.rule(cr)
 }
+
+// AdminRule returns the rule that decides f's dir side in the admin tier —
+// the first matching rule of the admin policies that select that side's
+// pod, in evaluation order — or nil when no admin rule matches. It is the
+// first step of Decide's trace for that side, without building the trace.
+func (e *Engine) AdminRule(f Flow, dir policy.Direction) *policy.Rule {
+	subject, peer := f.Dst, f.Src
+	if dir == policy.Egress {
+		subject, peer = f.Src, f.Dst
+	}
+	pod := subject.policyPod()
+	if pod == nil {
+		return nil
+	}
+	applicable := e.applicable(pod)
+	n := 0
+	for n < len(applicable) && applicable[n].Tier == policy.TierAdmin {
+		n++
+	}
+	m := matcher{e: e, dir: dir, subject: pod, peer: peer, port: f.Port, dst: f.Dst}
+	if _, r, ok := m.firstMatch(applicable[:n]); ok {
+		return r.Rule
+	}
+	return nil
+}

@@ -48,7 +48,7 @@ func (l *linter) priorityOverlaps() {
 func (l *linter) priorityPair(a, b *policy.Policy) {
 	common := intersect(l.subjectClasses(a), l.subjectClasses(b))
 	var shared, conflicting int
-	var example, conflict *engine.Flow
+	var ex, conflict example
 	var exampleRules, conflictRules [2]*policy.Rule
 	for _, d := range policy.Directions {
 		if len(a.Rules[d]) == 0 || len(b.Rules[d]) == 0 {
@@ -62,13 +62,13 @@ func (l *linter) priorityPair(a, b *policy.Policy) {
 					return true
 				}
 				shared += w
-				if betterExample(example, f) {
-					example, exampleRules = &f, [2]*policy.Rule{ra, rb}
+				if ex.offer(f) {
+					exampleRules = [2]*policy.Rule{ra, rb}
 				}
 				if ra.Action != rb.Action {
 					conflicting += w
-					if betterExample(conflict, f) {
-						conflict, conflictRules = &f, [2]*policy.Rule{ra, rb}
+					if conflict.offer(f) {
+						conflictRules = [2]*policy.Rule{ra, rb}
 					}
 				}
 				return true
@@ -80,16 +80,16 @@ func (l *linter) priorityPair(a, b *policy.Policy) {
 	}
 	f := Finding{Severity: Info, Code: CodePriorityOverlap, Object: b.Ref, Origin: b.Origin, Field: "spec.priority",
 		Hint: fmt.Sprintf("give %s or %s another priority, so that the intended one comes first everywhere", a.Name, b.Name)}
-	rules, flow := exampleRules, example
+	rules, flow := exampleRules, &ex
 	if conflicting > 0 {
-		f.Severity, rules, flow = Error, conflictRules, conflict
+		f.Severity, rules, flow = Error, conflictRules, &conflict
 		f.Message = fmt.Sprintf("same priority (%d) as %s, and they disagree on %s: %s is matched by %s %s (%s) and by this policy's %s (%s); the API leaves their order undefined (netpol applies %s first), so the verdict depends on the implementation",
-			a.Priority, a.Ref, plural(conflicting, "flow", "flows"), toFlow(*flow), a.Name, ruleName(rules[0]), actionWord(rules[0]), ruleName(rules[1]), actionWord(rules[1]), a.Name)
+			a.Priority, a.Ref, plural(conflicting, "flow", "flows"), flow, a.Name, ruleName(rules[0]), actionWord(rules[0]), ruleName(rules[1]), actionWord(rules[1]), a.Name)
 	} else {
 		f.Message = fmt.Sprintf("same priority (%d) as %s, and both match %s (e.g. %s: %s %s and this policy's %s, both %s); they agree on all of them, so their undefined order does not change a verdict today",
-			a.Priority, a.Ref, plural(shared, "flow", "flows"), toFlow(*flow), a.Name, ruleName(rules[0]), ruleName(rules[1]), actionWord(rules[0]))
+			a.Priority, a.Ref, plural(shared, "flow", "flows"), flow, a.Name, ruleName(rules[0]), ruleName(rules[1]), actionWord(rules[0]))
 	}
-	f.Example = exampleOf(*flow)
+	f.Example = flow.finding()
 	f.Related = []Place{placeOf(rules[0]), placeOf(rules[1])}
 	l.add(f)
 }
@@ -132,16 +132,9 @@ func intersect(a, b []int) []int {
 
 // overrides reports NetworkPolicy rules whose flows an admin rule decides
 // before the NetworkPolicy tier is reached: the developer's rule has no say
-// there. It asks the engine's trace which tier decided each flow.
+// there. It asks the engine which admin rule decides each flow (the first
+// step of the flow's trace).
 func (l *linter) overrides() {
-	adminRules := map[string]*policy.Rule{}
-	for _, p := range l.set.Admin {
-		for _, rules := range p.Rules {
-			for _, r := range rules {
-				adminRules[p.Ref.String()+" "+r.Label()] = r
-			}
-		}
-	}
 	for _, p := range l.set.NetworkPolicies {
 		subjects := l.subjectClasses(p)
 		for _, d := range policy.Directions {
@@ -149,34 +142,22 @@ func (l *linter) overrides() {
 				continue
 			}
 			for _, r := range p.Rules[d] {
-				l.override(r, subjects, adminRules)
+				l.override(r, subjects)
 			}
 		}
 	}
 }
 
-func (l *linter) override(r *policy.Rule, subjects []int, adminRules map[string]*policy.Rule) {
+func (l *linter) override(r *policy.Rule, subjects []int) {
 	total, decided := 0, 0
 	byRule := map[*policy.Rule]int{}
 	var order []*policy.Rule
-	var example *engine.Flow
+	var ex example
 	denies := false
 	l.ruleFlows(r, subjects, func(f engine.Flow, w int) bool {
 		total += w
-		v := l.e.Decide(f)
-		side := v.Ingress
-		if r.Dir == policy.Egress {
-			side = v.Egress
-		}
-		if len(side.Steps) == 0 {
-			return true
-		}
-		step := side.Steps[0]
-		if step.Tier != policy.TierAdmin.String() || step.Policy == nil || step.Action == policy.Pass.String() {
-			return true
-		}
-		ar := adminRules[step.Policy.String()+" "+step.Rule]
-		if ar == nil {
+		ar := l.e.AdminRule(f, r.Dir)
+		if ar == nil || ar.Action == policy.Pass {
 			return true
 		}
 		decided += w
@@ -184,9 +165,7 @@ func (l *linter) override(r *policy.Rule, subjects []int, adminRules map[string]
 			order = append(order, ar)
 		}
 		byRule[ar] += w
-		if betterExample(example, f) {
-			example = &f
-		}
+		ex.offer(f)
 		denies = denies || ar.Action == policy.Deny
 		return true
 	})
@@ -201,13 +180,13 @@ func (l *linter) override(r *policy.Rule, subjects []int, adminRules map[string]
 		}
 		who = append(who, fmt.Sprintf("%s %s (%s, %s)", ar.Policy.Ref, ruleName(ar), actionWord(ar), plural(byRule[ar], "flow", "flows")))
 	}
-	f := Finding{Severity: Info, Code: CodeAdminOverridesNP, Object: r.Policy.Ref, Origin: r.Policy.Origin, Field: ruleField(r), Example: exampleOf(*example)}
+	f := Finding{Severity: Info, Code: CodeAdminOverridesNP, Object: r.Policy.Ref, Origin: r.Policy.Origin, Field: ruleField(r), Example: ex.finding()}
 	if decided == total {
 		f.Message = fmt.Sprintf("fully overridden: admin rules decide all %s this rule matches, before NetworkPolicies are consulted: %s; e.g. %s",
-			plural(total, "flow", "flows"), strings.Join(who, ", "), toFlow(*example))
+			plural(total, "flow", "flows"), strings.Join(who, ", "), &ex)
 	} else {
 		f.Message = fmt.Sprintf("partly overridden: admin rules decide %d of the %s this rule matches, before NetworkPolicies are consulted: %s; e.g. %s",
-			decided, plural(total, "flow", "flows"), strings.Join(who, ", "), toFlow(*example))
+			decided, plural(total, "flow", "flows"), strings.Join(who, ", "), &ex)
 	}
 	if denies {
 		f.Severity = Warning
@@ -248,7 +227,7 @@ func (l *linter) shadow(r *policy.Rule, earlier []*policy.Rule, subjects []int) 
 	total := 0
 	covered := true
 	var by []*policy.Rule
-	var example *engine.Flow
+	var ex example
 	l.ruleFlows(r, subjects, func(f engine.Flow, w int) bool {
 		total += w
 		first := l.firstMatch(earlier, f)
@@ -259,9 +238,7 @@ func (l *linter) shadow(r *policy.Rule, earlier []*policy.Rule, subjects []int) 
 		if !slices.Contains(by, first) {
 			by = append(by, first)
 		}
-		if betterExample(example, f) {
-			example = &f
-		}
+		ex.offer(f)
 		return true
 	})
 	if total == 0 || !covered {
@@ -274,18 +251,18 @@ func (l *linter) shadow(r *policy.Rule, earlier []*policy.Rule, subjects []int) 
 		names = append(names, e.Label())
 		differs = differs || e.Action != r.Action
 	}
-	f := Finding{Severity: Info, Code: CodeRuleShadowed, Object: r.Policy.Ref, Origin: r.Policy.Origin, Field: ruleField(r), Example: exampleOf(*example)}
+	f := Finding{Severity: Info, Code: CodeRuleShadowed, Object: r.Policy.Ref, Origin: r.Policy.Origin, Field: ruleField(r), Example: ex.finding()}
 	switch {
 	case r.Policy.Tier == policy.TierNetworkPolicy:
-		f.Message = fmt.Sprintf("adds nothing: %s already %s all %s this rule matches (e.g. %s)", strings.Join(names, ", "), verb(len(names), "allows", "allow"), plural(total, "flow", "flows"), toFlow(*example))
+		f.Message = fmt.Sprintf("adds nothing: %s already %s all %s this rule matches (e.g. %s)", strings.Join(names, ", "), verb(len(names), "allows", "allow"), plural(total, "flow", "flows"), &ex)
 		f.Hint = "drop the rule, or widen it if it was meant to allow more"
 	case differs:
 		f.Severity = Warning
 		f.Message = fmt.Sprintf("never fires: earlier %s %s all %s this rule matches and %s first (e.g. %s is decided by %s), so its %s never applies",
-			rulesWord(names), verb(len(names), "matches", "match"), plural(total, "flow", "flows"), verb(len(names), "decides", "decide"), toFlow(*example), ruleName(by[0]), actionWord(r))
+			rulesWord(names), verb(len(names), "matches", "match"), plural(total, "flow", "flows"), verb(len(names), "decides", "decide"), &ex, ruleName(by[0]), actionWord(r))
 		f.Hint = "move the rule above the rules that shadow it, or narrow them"
 	default:
-		f.Message = fmt.Sprintf("redundant: earlier %s %s all %s this rule matches with the same action (e.g. %s)", rulesWord(names), verb(len(names), "matches", "match"), plural(total, "flow", "flows"), toFlow(*example))
+		f.Message = fmt.Sprintf("redundant: earlier %s %s all %s this rule matches with the same action (e.g. %s)", rulesWord(names), verb(len(names), "matches", "match"), plural(total, "flow", "flows"), &ex)
 		f.Hint = "drop the rule, or narrow the earlier ones if it was meant to apply"
 	}
 	for _, e := range by {
@@ -306,12 +283,26 @@ func rulesWord(labels []string) string {
 	return verb(len(labels), "rule ", "rules ") + strings.Join(labels, ", ")
 }
 
-// betterExample reports whether f makes a better example than old: the
-// first flow found, unless a later one is on a port its destination
-// declares (a reader knows 8080/tcp of a web pod, not 1/tcp).
-func betterExample(old *engine.Flow, f engine.Flow) bool {
-	return old == nil || (!declared(*old) && declared(f))
+// example keeps the best example flow offered: the first one, unless a
+// later one is on a port its destination declares (a reader knows 8080/tcp
+// of a web pod, not 1/tcp).
+type example struct {
+	flow engine.Flow
+	ok   bool
 }
+
+// offer keeps f if it is better, and reports whether it did.
+func (e *example) offer(f engine.Flow) bool {
+	if e.ok && (declared(e.flow) || !declared(f)) {
+		return false
+	}
+	e.flow, e.ok = f, true
+	return true
+}
+
+func (e *example) finding() *Flow { return exampleOf(e.flow) }
+
+func (e *example) String() string { return toFlow(e.flow) }
 
 func declared(f engine.Flow) bool {
 	if f.Dst.Pod == nil {

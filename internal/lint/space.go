@@ -55,6 +55,7 @@ type space struct {
 	classes [][]*state.Pod
 	classOf []int // by pod ID; -1 for host-network pods
 	ports   []l4.Port
+	named   map[string]map[l4.Port]bool // container port name -> the ports it names on some pod
 }
 
 func newSpace(e *engine.Engine) *space {
@@ -75,6 +76,18 @@ func newSpace(e *engine.Engine) *space {
 		}
 	}
 	s.ports = portReps(e.Policies(), pods)
+	s.named = map[string]map[l4.Port]bool{}
+	for _, p := range pods {
+		for _, cp := range p.Ports {
+			if cp.Name == "" {
+				continue
+			}
+			if s.named[cp.Name] == nil {
+				s.named[cp.Name] = map[l4.Port]bool{}
+			}
+			s.named[cp.Name][cp.Port] = true
+		}
+	}
 	return s
 }
 
@@ -144,7 +157,7 @@ func (s *space) rulePorts(r *policy.Rule) []l4.Port {
 	var out []l4.Port
 	for _, port := range s.ports {
 		for _, pm := range r.Ports {
-			if pm.Named != "" || pm.Range.Contains(port) {
+			if (pm.Named == "" && pm.Range.Contains(port)) || (pm.Named != "" && s.named[pm.Named][port]) {
 				out = append(out, port)
 				break
 			}
@@ -187,11 +200,12 @@ func (s *space) visit(subject int, dir policy.Direction, ports []l4.Port, fn fun
 		if dir == policy.Ingress {
 			src, dst = b, a
 		}
+		f, ok := s.flow(src, dst, l4.Port{})
+		if !ok {
+			continue
+		}
 		for _, port := range ports {
-			f, ok := s.flow(src, dst, port)
-			if !ok {
-				break
-			}
+			f.Port = port
 			if !fn(f, weight) {
 				return
 			}
