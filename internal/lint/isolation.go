@@ -119,7 +119,7 @@ func (l *linter) allowsNothingFinding(d policy.Direction, by []*policy.Policy, c
 	}
 	what := "no rule allows anything"
 	if rules > 0 {
-		what = fmt.Sprintf("its %s match no pod in the state", plural(rules, d.String()+" rule", d.String()+" rules"))
+		what = fmt.Sprintf("its %s %s no pod in the state", plural(rules, d.String()+" rule", d.String()+" rules"), verb(rules, "matches", "match"))
 	}
 	f.Message = fmt.Sprintf("isolates %s (%s)%s for %s and %s: all %s traffic of these pods is denied unless an admin policy allows it",
 		plural(pods, "pod", "pods"), podList(members), together, d, what, d)
