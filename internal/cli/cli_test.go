@@ -144,7 +144,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelpTeaches(t *testing.T) {
-	for _, cmd := range []string{"explain", "matrix", "test"} {
+	for _, cmd := range []string{"explain", "matrix", "lint", "test"} {
 		code, out, _ := run(t, "", cmd, "--help")
 		if code != 0 || !strings.Contains(out, "Examples:") {
 			t.Errorf("%s --help: exit %d, no examples:\n%s", cmd, code, out)

@@ -47,43 +47,49 @@ const slowLoad = 2 * time.Second
 // Errors in the input are returned as a diag.InputError (exit 2); warnings
 // go to stderr.
 func (f *inputFlags) load(cmd *cobra.Command) (*engine.Engine, error) {
+	e, diags, err := f.build(cmd)
+	f.warn(cmd.ErrOrStderr(), diags)
+	return e, err
+}
+
+// build is load without printing the warnings: it returns every finding
+// of the way, for a command that reports them itself.
+func (f *inputFlags) build(cmd *cobra.Command) (*engine.Engine, diag.List, error) {
 	shape, err := source.ParseANPShape(f.anpShape)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, nil, usageError{err}
 	}
 	start := time.Now()
 	var objects []source.Object
 	var decoded diag.List
 	switch {
 	case len(f.files) > 0 && (f.kubeconfig != "" || f.context != ""):
-		return nil, usageError{fmt.Errorf("read either manifests (-f) or a cluster (--kubeconfig/--context), not both")}
+		return nil, nil, usageError{fmt.Errorf("read either manifests (-f) or a cluster (--kubeconfig/--context), not both")}
 	case len(f.files) > 0:
 		dec := &source.Decoder{Options: source.Options{ANPShape: shape}}
 		if objects, err = dec.Load(f.files, cmd.InOrStdin()); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		decoded = dec.Diags
 	default:
 		cfg, err := restConfig(f.kubeconfig, f.context)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("no input: give manifests with -f FILE|DIR|- or a cluster with --kubeconfig/--context (%v)", err)}
+			return nil, nil, usageError{fmt.Errorf("no input: give manifests with -f FILE|DIR|- or a cluster with --kubeconfig/--context (%v)", err)}
 		}
 		if objects, decoded, err = kube.List(cmd.Context(), cfg, source.Options{ANPShape: shape}); err != nil {
-			return nil, fmt.Errorf("reading the cluster at %s: %w", cfg.Host, err)
+			return nil, nil, fmt.Errorf("reading the cluster at %s: %w", cfg.Host, err)
 		}
 	}
 	e, diags, err := pipeline.Build(objects, decoded, pipeline.Options{ReplicaCap: f.replicaCap, LegacyNamespaceIsolation: f.legacy})
 	if err != nil {
-		f.warn(cmd.ErrOrStderr(), diags)
-		return nil, err
+		return nil, diags, err
 	}
-	f.warn(cmd.ErrOrStderr(), diags)
 	if took := time.Since(start); took > slowLoad && !f.quiet {
 		st := e.Stats()
 		fmt.Fprintf(cmd.ErrOrStderr(), "netpol: read %d objects (%d pods, %d policies) and resolved %d selectors in %s\n",
 			len(objects), len(e.Cluster().Pods), len(e.Cluster().Policies), st.NamespaceSelectors+st.PodSelectors, took.Round(time.Millisecond))
 	}
-	return e, nil
+	return e, diags, nil
 }
 
 // restConfig finds the cluster as kubectl does: an explicit kubeconfig,

@@ -28,7 +28,8 @@ type Engine struct {
 	opts Options
 	ix   *index
 
-	policies  []*compiled           // every policy, in tier order
+	policies  []*compiled // every policy, in tier order
+	rules     map[*policy.Rule]compiledRule
 	bySubject map[int32][]*compiled // subject atom -> policies
 	applies   [][]*compiled         // pod ID -> policies selecting it, in order (shared)
 	relative  bool                  // some peer selects namespaces relative to the subject
@@ -73,7 +74,7 @@ func New(c *state.Cluster, set *policy.Set, opts Options) *Engine {
 func (e *Engine) Staged() *Engine { return e.staged }
 
 func newEngine(c *state.Cluster, set *policy.Set, opts Options) *Engine {
-	e := &Engine{c: c, set: set, opts: opts, ix: newIndex(c), bySubject: map[int32][]*compiled{}}
+	e := &Engine{c: c, set: set, opts: opts, ix: newIndex(c), bySubject: map[int32][]*compiled{}, rules: map[*policy.Rule]compiledRule{}}
 	blockIDs := map[string]bool{}
 	for rank, p := range set.Policies() {
 		cp := &compiled{Policy: p, rank: rank, subject: e.ix.atomOf(p.Subject)}
@@ -95,6 +96,7 @@ func newEngine(c *state.Cluster, set *policy.Set, opts Options) *Engine {
 					cr.peers = append(cr.peers, cpe)
 				}
 				cp.rules[d] = append(cp.rules[d], cr)
+				e.rules[r] = cr
 			}
 		}
 		e.policies = append(e.policies, cp)

@@ -149,6 +149,9 @@ func (n *normalizer) adminRule(p *Policy, d Direction, i int, field string, raw 
 				}
 			}
 		}
+		for k := range peers {
+			peers[k].Index = j
+		}
 		r.Peers = append(r.Peers, peers...)
 	}
 	return r

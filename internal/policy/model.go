@@ -158,7 +158,10 @@ const (
 
 // Peer is the other end of a connection, as a rule describes it.
 type Peer struct {
-	Kind    PeerKind
+	Kind PeerKind
+	// Index is the peer's position in the rule's from/to list, for messages
+	// (one admin networks peer becomes several Peers with one Index).
+	Index   int
 	Pods    PodSelector
 	Block   IPBlock
 	Nodes   Selector

@@ -77,7 +77,7 @@ func (n *normalizer) npPeers(r *Rule, field string, peers []networkingv1.Network
 				continue
 			}
 			if b, ok := n.ipBlock(pf+".ipBlock", peer.IPBlock); ok {
-				r.Peers = append(r.Peers, Peer{Kind: PeerIPBlock, Block: b})
+				r.Peers = append(r.Peers, Peer{Kind: PeerIPBlock, Index: j, Block: b})
 			}
 		case peer.PodSelector == nil && peer.NamespaceSelector == nil:
 			n.r.Errorf(pf, "must specify a peer")
@@ -89,7 +89,7 @@ func (n *normalizer) npPeers(r *Rule, field string, peers []networkingv1.Network
 			if peer.PodSelector != nil {
 				sel.Pods = n.selector(pf+".podSelector", peer.PodSelector)
 			}
-			r.Peers = append(r.Peers, Peer{Kind: PeerPods, Pods: sel})
+			r.Peers = append(r.Peers, Peer{Kind: PeerPods, Index: j, Pods: sel})
 		}
 	}
 }

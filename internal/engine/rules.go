@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"github.com/netpol/netpol/internal/policy"
+	"github.com/netpol/netpol/internal/state"
+)
+
+// Classes groups pods that no selector, IP block, named port or node tells
+// apart: a verdict about one member, as source or as destination, holds for
+// every other member (a pod talking to itself aside). Analyses that ask
+// about every pair of pods ask about one pair of members per pair of classes.
+// Classes are in order of their first member in pods.
+func (e *Engine) Classes(pods []*state.Pod) [][]*state.Pod {
+	withNodes := false
+	for _, p := range pods {
+		withNodes = withNodes || p.HostNetwork
+	}
+	class, reps := e.classes(pods, withNodes)
+	out := make([][]*state.Pod, len(reps))
+	for i, p := range pods {
+		out[class[i]] = append(out[class[i]], p)
+	}
+	return out
+}
+
+// RuleMatches reports whether rule r, on its own, matches f: its peers and
+// ports, as seen from the pod on r's side of the flow (the source for an
+// egress rule, the destination for an ingress rule). It does not ask whether
+// r's policy selects that pod, nor what other rules say; lint uses it to
+// compare rules with each other. A rule of another policy set matches nothing.
+func (e *Engine) RuleMatches(r *policy.Rule, f Flow) bool {
+	cr, ok := e.rules[r]
+	if !ok {
+		return false
+	}
+	subject, peer := f.Dst, f.Src
+	if r.Dir == policy.Egress {
+		subject, peer = f.Src, f.Dst
+	}
+	pod := subject.policyPod()
+	if pod == nil {
+		return false
+	}
+	return matcher{e: e, dir: r.Dir, subject: pod, peer: peer, port: f.Port, dst: f.Dst}.rule(cr)
+}
+
+// AdminRule returns the rule that decides f's dir side in the admin tier —
+// the first matching rule of the admin policies that select that side's
+// pod, in evaluation order — or nil when no admin rule matches. It is the
+// first step of Decide's trace for that side, without building the trace.
+func (e *Engine) AdminRule(f Flow, dir policy.Direction) *policy.Rule {
+	subject, peer := f.Dst, f.Src
+	if dir == policy.Egress {
+		subject, peer = f.Src, f.Dst
+	}
+	pod := subject.policyPod()
+	if pod == nil {
+		return nil
+	}
+	applicable := e.applicable(pod)
+	n := 0
+	for n < len(applicable) && applicable[n].Tier == policy.TierAdmin {
+		n++
+	}
+	m := matcher{e: e, dir: dir, subject: pod, peer: peer, port: f.Port, dst: f.Dst}
+	if _, r, ok := m.firstMatch(applicable[:n]); ok {
+		return r.Rule
+	}
+	return nil
+}
