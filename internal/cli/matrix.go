@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/graph"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/state"
 )
@@ -31,10 +32,16 @@ per port. The ports are those the pods declare (containers[].ports) unless
 
 The work is done over behaviour classes: pods that no selector, IP block,
 named port or node tells apart are decided once, so large clusters with few
-distinct behaviours stay fast.`,
+distinct behaviours stay fast.
+
+-o dot and -o svg draw the same as a graph: namespaces as boxes, each class
+of pods (within a namespace) as one node, an arrow where the class may
+connect to another, labelled with the ports. SVG is rendered by netpol
+itself (no Graphviz needed); DOT is for Graphviz (dot -Tpng).`,
 		Example: `  netpol matrix -f examples/tenants
   netpol matrix -f examples/tenants --ports 80/tcp,53/udp -o csv
-  netpol matrix -f cluster/ -n blue-web -n blue-db -l app=api -o json`,
+  netpol matrix -f cluster/ -n blue-web -n blue-db -l app=api -o json
+  netpol matrix -f examples/tenants -o svg > tenants.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var portList []l4.Port
@@ -65,8 +72,14 @@ distinct behaviours stay fast.`,
 			if len(pods) == 0 || len(portList) == 0 {
 				return fmt.Errorf("nothing to decide: %d pods, %d ports (declare containerPorts or pass --ports)", len(pods), len(portList))
 			}
-			m := e.Matrix(pods, pods, portList)
 			w := cmd.OutOrStdout()
+			switch output {
+			case "dot":
+				return graph.WriteDOT(w, matrixGraph(e, pods, portList))
+			case "svg":
+				return writeSVG(cmd, matrixGraph(e, pods, portList))
+			}
+			m := e.Matrix(pods, pods, portList)
 			switch output {
 			case "json":
 				return writeJSON(w, matrixCells(m))
@@ -84,7 +97,7 @@ distinct behaviours stay fast.`,
 	cmd.Flags().StringVar(&ports, "ports", "", "ports to decide, comma-separated: 80/tcp,53/udp (default: every declared container port)")
 	cmd.Flags().StringSliceVarP(&namespaces, "namespace", "n", nil, "only pods in these namespaces; repeatable")
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only pods whose labels match this selector, e.g. app=web,tier!=db")
-	outputFlag(cmd, &output, "text", "json", "csv", "md")
+	outputFlag(cmd, &output, "text", "json", "csv", "md", "dot", "svg")
 	return cmd
 }
 

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/netpol/netpol/internal/engine"
@@ -432,4 +433,45 @@ func Describe(v engine.Verdict) string {
 		return word + " (" + v.Note + ")"
 	}
 	return word + "; egress: " + Decider(v.Egress) + "; ingress: " + Decider(v.Ingress)
+}
+
+// FormatPorts writes ranges for a person: "all ports" when every port of
+// every protocol is there, "any/tcp" for a whole protocol, and "any/tcp
+// except 8443" when a protocol lacks only a few single ports, which is how
+// a policy that tightens to one port reads best.
+func FormatPorts(ranges []PortRange) string {
+	var parts []string
+	whole := 0
+	for i := 0; i < len(ranges); {
+		j := i
+		for j < len(ranges) && ranges[j].Proto == ranges[i].Proto {
+			j++
+		}
+		rs := ranges[i:j]
+		proto := strings.ToLower(rs[0].Proto.String())
+		var gaps []string
+		for k := 1; k < len(rs); k++ {
+			if rs[k].First-rs[k-1].Last != 2 { // a gap of exactly one port
+				gaps = nil
+				break
+			}
+			gaps = append(gaps, strconv.Itoa(int(rs[k].First-1)))
+		}
+		switch {
+		case len(rs) == 1 && rs[0].First <= 1 && rs[0].Last == 65535:
+			parts = append(parts, "any/"+proto)
+			whole++
+		case rs[0].First <= 1 && rs[len(rs)-1].Last == 65535 && len(gaps) > 0 && len(gaps) <= 3:
+			parts = append(parts, "any/"+proto+" except "+strings.Join(gaps, ","))
+		default:
+			for _, r := range rs {
+				parts = append(parts, r.String())
+			}
+		}
+		i = j
+	}
+	if whole == len(l4.Protocols) && len(parts) == whole {
+		return "all ports"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -232,3 +232,24 @@ func TestPortRangeJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatPorts(t *testing.T) {
+	r := func(p l4.Protocol, first, last uint16) PortRange { return PortRange{l4.Range{Proto: p, First: first, Last: last}} }
+	cases := []struct {
+		ranges []PortRange
+		want   string
+	}{
+		{[]PortRange{r(l4.TCP, 1, 65535), r(l4.UDP, 1, 65535), r(l4.SCTP, 1, 65535)}, "all ports"},
+		{[]PortRange{r(l4.TCP, 1, 65535), r(l4.UDP, 1, 65535)}, "any/tcp, any/udp"},
+		{[]PortRange{r(l4.TCP, 1, 8442), r(l4.TCP, 8444, 65535), r(l4.UDP, 1, 65535), r(l4.SCTP, 1, 65535)}, "any/tcp except 8443, any/udp, any/sctp"},
+		{[]PortRange{r(l4.TCP, 1, 79), r(l4.TCP, 81, 442), r(l4.TCP, 444, 65535)}, "any/tcp except 80,443"},
+		{[]PortRange{r(l4.TCP, 1, 79), r(l4.TCP, 90, 65535)}, "1-79/tcp, 90-65535/tcp"},
+		{[]PortRange{r(l4.TCP, 8443, 8443), r(l4.UDP, 53, 53)}, "8443/tcp, 53/udp"},
+		{nil, ""},
+	}
+	for _, c := range cases {
+		if got := FormatPorts(c.ranges); got != c.want {
+			t.Errorf("%v: %q, want %q", c.ranges, got, c.want)
+		}
+	}
+}

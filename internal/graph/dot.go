@@ -8,12 +8,13 @@ import (
 )
 
 // Colours of the edge states, shared by DOT and SVG. Removed edges are also
-// dashed, so the picture reads without colour.
-var stateColour = [...]string{Same: "#57606a", Added: "#1a7f37", Removed: "#cf222e"}
+// dashed and changed ones carry +/- in their labels, so the picture reads
+// without colour.
+var stateColour = [...]string{Same: "#57606a", Added: "#1a7f37", Removed: "#cf222e", Changed: "#9a6700"}
 
 // WriteDOT writes g in the Graphviz DOT language: one cluster subgraph per
 // namespace, one box per node, labelled edges (added green, removed red and
-// dashed). Render it with `dot -Tpng`, or use WriteSVG, which needs no
+// dashed, changed amber). Render it with `dot -Tpng`, or use WriteSVG, which needs no
 // Graphviz.
 func WriteDOT(w io.Writer, g *Graph) error {
 	if err := g.check(); err != nil {
@@ -31,8 +32,11 @@ func WriteDOT(w io.Writer, g *Graph) error {
 		}
 		b.WriteString("  }\n")
 	}
-	for _, e := range g.Edges {
+	for _, e := range g.drawnEdges() {
 		attrs := "label=" + dotQuote(e.Label)
+		if e.both {
+			attrs += ", dir=both"
+		}
 		if e.State != Same {
 			c := dotQuote(stateColour[e.State])
 			attrs += ", color=" + c + ", fontcolor=" + c

@@ -19,7 +19,11 @@ const (
 	Same    State = iota // allowed, and unchanged (the only state of a matrix)
 	Added                // allowed in the new version only
 	Removed              // allowed in the old version only
+	Changed              // allowed in both, on different ports
 )
+
+// states lists every state in drawing and legend order.
+var states = [...]State{Same, Added, Removed, Changed}
 
 func (s State) String() string {
 	switch s {
@@ -27,6 +31,8 @@ func (s State) String() string {
 		return "added"
 	case Removed:
 		return "removed"
+	case Changed:
+		return "changed"
 	}
 	return "same"
 }
@@ -135,6 +141,33 @@ func (g *Graph) Limit(maxNodes, maxEdges int) (*Graph, string) {
 	note := fmt.Sprintf("showing %d of %d nodes and %d of %d edges; narrow the input for the rest",
 		len(out.Nodes), len(g.Nodes), len(out.Edges), len(g.Edges))
 	return out, note
+}
+
+// drawn is an edge as drawn: an edge and its reverse with the same label
+// and state become one line with two arrowheads, halving the clutter of
+// pairs that talk both ways.
+type drawn struct {
+	Edge
+	both bool
+}
+
+func (g *Graph) drawnEdges() []drawn {
+	type key struct {
+		from, to int
+		label    string
+		state    State
+	}
+	index := map[key]int{}
+	var out []drawn
+	for _, e := range g.Edges {
+		if i, ok := index[key{e.To, e.From, e.Label, e.State}]; ok && e.From != e.To && !out[i].both {
+			out[i].both = true
+			continue
+		}
+		index[key{e.From, e.To, e.Label, e.State}] = len(out)
+		out = append(out, drawn{Edge: e})
+	}
+	return out
 }
 
 // check rejects edges that point at no node, so writers can index freely.

@@ -9,8 +9,9 @@ import (
 	"testing"
 )
 
-// tiny: web talks to db; a diff added 8080 from batch to web and removed
-// 5432 from batch to db; the two web replicas talk to each other.
+// tiny: web and db talk both ways on 5432 (drawn as one line); the two web
+// replicas talk to each other; a diff added 8080 from batch to web, removed
+// 5432 from batch to db and moved db -> batch from 443 to 80.
 func tiny() *Graph {
 	return &Graph{
 		Title: `shop "after"`,
@@ -24,6 +25,8 @@ func tiny() *Graph {
 			{From: 0, To: 0, Label: "8080/tcp"},
 			{From: 2, To: 0, Label: "8080/tcp", State: Added},
 			{From: 2, To: 1, Label: "5432/tcp", State: Removed},
+			{From: 1, To: 0, Label: "5432/tcp"},
+			{From: 1, To: 2, Label: "+80/tcp -443/tcp", State: Changed},
 		},
 	}
 }
@@ -46,10 +49,11 @@ func TestWriteDOT(t *testing.T) {
     n0 [label="web-0\nweb-1"];
     n2 [label="batch"];
   }
-  n0 -> n1 [label="5432/tcp"];
+  n0 -> n1 [label="5432/tcp", dir=both];
   n0 -> n0 [label="8080/tcp"];
   n2 -> n0 [label="8080/tcp", color="#1a7f37", fontcolor="#1a7f37"];
   n2 -> n1 [label="5432/tcp", color="#cf222e", fontcolor="#cf222e", style=dashed];
+  n1 -> n2 [label="+80/tcp -443/tcp", color="#9a6700", fontcolor="#9a6700"];
 }
 `
 	if b.String() != want {
@@ -68,6 +72,7 @@ type svgDoc struct {
 		Path  struct {
 			Stroke string `xml:"stroke,attr"`
 			Dash   string `xml:"stroke-dasharray,attr"`
+			Start  string `xml:"marker-start,attr"`
 			Marker string `xml:"marker-end,attr"`
 		} `xml:"path"`
 		Texts []string `xml:"text"`
@@ -107,31 +112,32 @@ func TestWriteSVG(t *testing.T) {
 	if doc.Title != `shop "after"` {
 		t.Errorf("title %q", doc.Title)
 	}
-	type group struct{ class, id, title, stroke, dash, marker string }
+	type group struct{ class, id, title, stroke, dash, start, end string }
 	var got []group
 	for _, g := range doc.Groups {
-		got = append(got, group{g.Class, g.ID, g.Title, g.Path.Stroke, g.Path.Dash, g.Path.Marker})
+		got = append(got, group{g.Class, g.ID, g.Title, g.Path.Stroke, g.Path.Dash, g.Path.Start, g.Path.Marker})
 	}
 	want := []group{
-		{"namespace", "", "namespace data", "", "", ""},
-		{"namespace", "", "namespace shop", "", "", ""},
-		{"edge same", "e0", "shop/{web-0,web-1} -> data/db: 5432/tcp", "#57606a", "", "url(#arrow-same)"},
-		{"edge same", "e1", "shop/{web-0,web-1} -> shop/{web-0,web-1}: 8080/tcp", "#57606a", "", "url(#arrow-same)"},
-		{"edge added", "e2", "added shop/batch -> shop/{web-0,web-1}: 8080/tcp", "#1a7f37", "", "url(#arrow-added)"},
-		{"edge removed", "e3", "removed shop/batch -> data/db: 5432/tcp", "#cf222e", "6 4", "url(#arrow-removed)"},
-		{"node", "n0", "shop: web-0, web-1", "", "", ""},
-		{"node", "n1", "data: db", "", "", ""},
-		{"node", "n2", "shop: batch", "", "", ""},
+		{"namespace", "", "namespace data", "", "", "", ""},
+		{"namespace", "", "namespace shop", "", "", "", ""},
+		{"edge same", "e0", "shop/{web-0,web-1} <-> data/db: 5432/tcp", "#57606a", "", "url(#arrow-same-start)", "url(#arrow-same)"},
+		{"edge same", "e1", "shop/{web-0,web-1} -> shop/{web-0,web-1}: 8080/tcp", "#57606a", "", "", "url(#arrow-same)"},
+		{"edge added", "e2", "added shop/batch -> shop/{web-0,web-1}: 8080/tcp", "#1a7f37", "", "", "url(#arrow-added)"},
+		{"edge removed", "e3", "removed shop/batch -> data/db: 5432/tcp", "#cf222e", "6 4", "", "url(#arrow-removed)"},
+		{"edge changed", "e4", "changed data/db -> shop/batch: +80/tcp -443/tcp", "#9a6700", "", "", "url(#arrow-changed)"},
+		{"node", "n0", "shop: web-0, web-1", "", "", "", ""},
+		{"node", "n1", "data: db", "", "", "", ""},
+		{"node", "n2", "shop: batch", "", "", "", ""},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("groups:\n got %v\nwant %v", got, want)
 	}
-	if n0 := doc.Groups[6].Texts; fmt.Sprint(n0) != "[web-0 web-1]" {
+	if n0 := doc.Groups[7].Texts; fmt.Sprint(n0) != "[web-0 web-1]" {
 		t.Errorf("node n0 lines: %q", n0)
 	}
-	// Top-level texts: title, three legend entries, then the four edge labels.
+	// Top-level texts: title, four legend entries, then the five edge labels.
 	wantTexts := []string{`shop "after"`, "allowed", "added (allowed in NEW only)", "removed (allowed in OLD only)",
-		"5432/tcp", "8080/tcp", "8080/tcp", "5432/tcp"}
+		"changed (+ ports gained, - lost)", "5432/tcp", "8080/tcp", "8080/tcp", "5432/tcp", "+80/tcp -443/tcp"}
 	if fmt.Sprint(doc.Texts) != fmt.Sprint(wantTexts) {
 		t.Errorf("texts:\n got %q\nwant %q", doc.Texts, wantTexts)
 	}

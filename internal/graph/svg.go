@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -13,20 +14,21 @@ import (
 // Layout measures, in pixels. Text is monospace so its width is known
 // without a font: charWidth per character at fontSize.
 const (
-	fontSize     = 12
-	charWidth    = 7.2
-	lineHeight   = 15
-	nodePadX     = 10
-	nodePadY     = 6
-	nodeMinWidth = 90
-	nodeGap      = 16
-	clusterPad   = 14
-	clusterTitle = 24
-	gapX         = 150 // between namespace boxes: room for edges and labels
-	gapY         = 100
-	margin       = 24
-	headerHeight = 56
-	maxLabel     = 40 // edge label characters drawn; the tooltip has all
+	fontSize       = 12
+	charWidth      = 7.2
+	labelCharWidth = 6.6 // at the edge labels' 11px
+	lineHeight     = 15
+	nodePadX       = 10
+	nodePadY       = 6
+	nodeMinWidth   = 90
+	nodeGap        = 16
+	clusterPad     = 14
+	clusterTitle   = 24
+	gapX           = 150 // between namespace boxes: room for edges and labels
+	gapY           = 100
+	margin         = 24
+	headerHeight   = 56
+	maxLabel       = 40 // edge label characters drawn; the tooltip has all
 )
 
 const font = `font-family="ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"`
@@ -54,8 +56,10 @@ func (r rect) border(p point) point {
 	return point{c.x + dx*t, c.y + dy*t}
 }
 
-// layout places namespaces as boxes on a grid, row by row in name order,
-// with each namespace's nodes stacked inside its box.
+// layout places namespaces as boxes on a grid, with each namespace's nodes
+// stacked inside its box. The busiest namespaces (most edge ends) take the
+// cells nearest the centre, so the many edges of hubs such as monitoring or
+// DNS stay short and rarely cross another box.
 type layout struct {
 	clusters      []cluster
 	boxes         []rect // per cluster
@@ -86,10 +90,12 @@ func place(g *Graph, top float64) layout {
 		}
 		l.boxes[ci] = rect{w: w, h: h + clusterPad}
 	}
+	cell := cells(g, l.clusters, rows, cols)
 	colW, rowH := make([]float64, cols), make([]float64, rows)
 	for ci, b := range l.boxes {
-		colW[ci%cols] = math.Max(colW[ci%cols], b.w)
-		rowH[ci/cols] = math.Max(rowH[ci/cols], b.h)
+		r, c := cell[ci][0], cell[ci][1]
+		colW[c] = math.Max(colW[c], b.w)
+		rowH[r] = math.Max(rowH[r], b.h)
 	}
 	colX, rowY := make([]float64, cols), make([]float64, rows)
 	x := float64(margin)
@@ -110,8 +116,9 @@ func place(g *Graph, top float64) layout {
 	// Place boxes, centred in their cell, and the nodes in them.
 	for ci, c := range l.clusters {
 		b := &l.boxes[ci]
-		b.x = colX[ci%cols] + (colW[ci%cols]-b.w)/2
-		b.y = rowY[ci/cols]
+		r, col := cell[ci][0], cell[ci][1]
+		b.x = colX[col] + (colW[col]-b.w)/2
+		b.y = rowY[r]
 		y := b.y + clusterTitle
 		for _, i := range c.nodes {
 			_, nh := nodeSize(g.Nodes[i])
@@ -120,6 +127,44 @@ func place(g *Graph, top float64) layout {
 		}
 	}
 	return l
+}
+
+// cells assigns each cluster a grid cell (row, column): clusters by edge
+// ends, most first, then name; cells by distance from the centre, then
+// row and column.
+func cells(g *Graph, clusters []cluster, rows, cols int) [][2]int {
+	of := make([]int, len(g.Nodes)) // node -> cluster
+	for ci, c := range clusters {
+		for _, i := range c.nodes {
+			of[i] = ci
+		}
+	}
+	degree := make([]int, len(clusters))
+	for _, e := range g.Edges {
+		if of[e.From] != of[e.To] {
+			degree[of[e.From]]++
+			degree[of[e.To]]++
+		}
+	}
+	order := make([]int, len(clusters))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return degree[order[a]] > degree[order[b]] })
+	var grid [][2]int
+	for r := range rows {
+		for c := range cols {
+			grid = append(grid, [2]int{r, c})
+		}
+	}
+	mr, mc := float64(rows-1)/2, float64(cols-1)/2
+	dist := func(p [2]int) float64 { return math.Pow(float64(p[0])-mr, 2) + math.Pow(float64(p[1])-mc, 2) }
+	sort.SliceStable(grid, func(a, b int) bool { return dist(grid[a]) < dist(grid[b]) })
+	out := make([][2]int, len(clusters))
+	for k, ci := range order {
+		out[ci] = grid[k]
+	}
+	return out
 }
 
 func nodeSize(n Node) (w, h float64) {
@@ -147,63 +192,77 @@ func WriteSVG(w io.Writer, g *Graph) error {
 		top += lineHeight
 	}
 	l := place(g, top)
-	width := math.Max(l.width, textWidth(g.Title)+2*margin)
-	width = math.Max(width, textWidth(note)+2*margin)
-	width = math.Max(width, 420)
+	// The body is drawn first so the canvas can be sized to everything in
+	// it: loops and labels may reach past the grid.
+	var body strings.Builder
+	ext := extent{minX: 0, maxX: l.width, maxY: l.height}
+	ext.add(float64(margin)+textWidth(g.Title)*14/fontSize, 0)
+	ext.add(float64(margin)+textWidth(note), 0)
+	fmt.Fprintf(&body, `<text x="%d" y="%d" font-size="14" font-weight="bold" fill="#1f2328">%s</text>`+"\n", margin, margin, esc(g.Title))
+	ext.add(writeLegend(&body, g, margin+22), 0)
+	if note != "" {
+		fmt.Fprintf(&body, `<text x="%d" y="%s" font-style="italic" fill="#9a6700">%s</text>`+"\n", margin, num(top-10), esc(note))
+	}
+	for ci, c := range l.clusters {
+		r := l.boxes[ci]
+		fmt.Fprintf(&body, `<g class="namespace"><title>namespace %s</title><rect x="%s" y="%s" width="%s" height="%s" rx="8" fill="#f6f8fa" stroke="#d0d7de"/>`,
+			esc(c.name), num(r.x), num(r.y), num(r.w), num(r.h))
+		fmt.Fprintf(&body, `<text x="%s" y="%s" font-weight="bold" fill="#1f2328">%s</text></g>`+"\n",
+			num(r.x+clusterPad), num(r.y+17), esc(c.name))
+	}
+	labels := writeEdges(&body, g, l, &ext)
+	for i, n := range g.Nodes {
+		r := l.nodes[i]
+		fmt.Fprintf(&body, `<g class="node" id="n%d"><title>%s: %s</title><rect x="%s" y="%s" width="%s" height="%s" rx="5" fill="#ffffff" stroke="#1f2328"/>`,
+			i, esc(n.Namespace), esc(strings.Join(n.Pods, ", ")), num(r.x), num(r.y), num(r.w), num(r.h))
+		for k, line := range n.lines() {
+			fmt.Fprintf(&body, `<text x="%s" y="%s" text-anchor="middle" fill="#1f2328">%s</text>`,
+				num(r.x+r.w/2), num(r.y+nodePadY+float64(k+1)*lineHeight-4), esc(line))
+		}
+		body.WriteString("</g>\n")
+	}
+	body.WriteString(labels) // last, over every line
 
+	x0 := math.Min(ext.minX-margin/2, 0)
+	width, height := ext.maxX+margin/2-x0, ext.maxY+margin/2
 	b := bufio.NewWriter(w)
-	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="0 0 %s %s" %s font-size="%d">`+"\n",
-		num(width), num(l.height), num(width), num(l.height), font, fontSize)
-	fmt.Fprintf(b, "<title>%s</title>\n", esc(g.Title))
-	b.WriteString("<defs>\n")
-	for _, s := range []State{Same, Added, Removed} {
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="%s 0 %s %s" %s font-size="%d">`+"\n",
+		num(width), num(height), num(x0), num(width), num(height), font, fontSize)
+	fmt.Fprintf(b, "<title>%s</title>\n<defs>\n", esc(g.Title))
+	for _, s := range states {
 		fmt.Fprintf(b, `<marker id="arrow-%s" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="%s"/></marker>`+"\n",
+			s, stateColour[s])
+		fmt.Fprintf(b, `<marker id="arrow-%s-start" viewBox="0 0 10 10" refX="1" refY="5" markerWidth="8" markerHeight="8" orient="auto"><path d="M10,0 L0,5 L10,10 z" fill="%s"/></marker>`+"\n",
 			s, stateColour[s])
 	}
 	b.WriteString("</defs>\n")
-	fmt.Fprintf(b, `<rect width="100%%" height="100%%" fill="#ffffff"/>`+"\n")
-	fmt.Fprintf(b, `<text x="%d" y="%d" font-size="14" font-weight="bold" fill="#1f2328">%s</text>`+"\n", margin, margin, esc(g.Title))
-	writeLegend(b, g, margin+22)
-	if note != "" {
-		fmt.Fprintf(b, `<text x="%d" y="%s" font-style="italic" fill="#9a6700">%s</text>`+"\n", margin, num(top-10), esc(note))
-	}
-
-	for ci, c := range l.clusters {
-		r := l.boxes[ci]
-		fmt.Fprintf(b, `<g class="namespace"><title>namespace %s</title><rect x="%s" y="%s" width="%s" height="%s" rx="8" fill="#f6f8fa" stroke="#d0d7de"/>`,
-			esc(c.name), num(r.x), num(r.y), num(r.w), num(r.h))
-		fmt.Fprintf(b, `<text x="%s" y="%s" font-weight="bold" fill="#1f2328">%s</text></g>`+"\n",
-			num(r.x+clusterPad), num(r.y+17), esc(c.name))
-	}
-	labels := writeEdges(b, g, l)
-	for i, n := range g.Nodes {
-		r := l.nodes[i]
-		fmt.Fprintf(b, `<g class="node" id="n%d"><title>%s: %s</title><rect x="%s" y="%s" width="%s" height="%s" rx="5" fill="#ffffff" stroke="#1f2328"/>`,
-			i, esc(n.Namespace), esc(strings.Join(n.Pods, ", ")), num(r.x), num(r.y), num(r.w), num(r.h))
-		for k, line := range n.lines() {
-			fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle" fill="#1f2328">%s</text>`,
-				num(r.x+r.w/2), num(r.y+nodePadY+float64(k+1)*lineHeight-4), esc(line))
-		}
-		b.WriteString("</g>\n")
-	}
-	// Labels last, over every line, with a white halo for legibility.
-	b.WriteString(labels.String())
+	fmt.Fprintf(b, `<rect x="%s" y="0" width="%s" height="%s" fill="#ffffff"/>`+"\n", num(x0), num(width), num(height))
+	b.WriteString(body.String())
 	b.WriteString("</svg>\n")
 	return b.Flush()
 }
 
-// writeLegend explains the edge states the graph uses.
-func writeLegend(b *bufio.Writer, g *Graph, y int) {
+// extent is how far the drawing reaches.
+type extent struct{ minX, maxX, maxY float64 }
+
+func (e *extent) add(x, y float64) {
+	e.minX, e.maxX, e.maxY = math.Min(e.minX, x), math.Max(e.maxX, x), math.Max(e.maxY, y)
+}
+
+// writeLegend explains the edge states the graph uses and returns where
+// it ends on the right.
+func writeLegend(b *strings.Builder, g *Graph, y int) float64 {
 	used := map[State]bool{}
 	for _, e := range g.Edges {
 		used[e.State] = true
 	}
-	words := map[State]string{Same: "allowed", Added: "added (allowed in NEW only)", Removed: "removed (allowed in OLD only)"}
-	if !used[Added] && !used[Removed] {
+	words := map[State]string{Same: "allowed", Added: "added (allowed in NEW only)", Removed: "removed (allowed in OLD only)",
+		Changed: "changed (+ ports gained, - lost)"}
+	if len(used) == 1 && used[Same] {
 		words[Same] = "allowed, on the ports shown"
 	}
 	x := float64(margin)
-	for _, s := range []State{Same, Added, Removed} {
+	for _, s := range states {
 		if !used[s] {
 			continue
 		}
@@ -212,6 +271,7 @@ func writeLegend(b *bufio.Writer, g *Graph, y int) {
 		fmt.Fprintf(b, `<text x="%s" y="%d" fill="#57606a">%s</text>`+"\n", num(x+34), y, esc(words[s]))
 		x += 34 + textWidth(words[s]) + 24
 	}
+	return x - 24
 }
 
 func dash(s State) string {
@@ -223,24 +283,29 @@ func dash(s State) string {
 
 // writeEdges draws every edge as a quadratic curve bent to its left, so
 // the two directions between a pair of nodes take different paths; further
-// parallel edges bend further. It returns the labels, drawn later on top.
-func writeEdges(b *bufio.Writer, g *Graph, l layout) *strings.Builder {
+// parallel edges bend further. It returns the labels, to be drawn on top,
+// each placed where the curve is free of the labels before it.
+func writeEdges(b *strings.Builder, g *Graph, l layout, ext *extent) string {
 	var labels strings.Builder
+	var placed []rect
 	parallel := map[[2]int]int{}
-	for i, e := range g.Edges {
+	for i, e := range g.drawnEdges() {
 		k := parallel[[2]int{e.From, e.To}]
 		parallel[[2]int{e.From, e.To}]++
-		colour := stateColour[e.State]
+		label := e.Label
+		if r := []rune(label); len(r) > maxLabel {
+			label = string(r[:maxLabel-1]) + "…"
+		}
+		lw := float64(len([]rune(label)))*labelCharWidth + 4
 		var path string
-		var at point
-		anchor := "middle"
+		var plate rect // the label's white plate; text sits on its baseline
 		from, to := l.nodes[e.From], l.nodes[e.To]
 		if e.From == e.To {
 			// A loop on the node's right side: pods of the class reach each other.
 			x, cy := from.x+from.w, from.y+from.h/2
 			reach := 36 + 16*float64(k)
 			path = fmt.Sprintf("M%s,%s C%s,%s %s,%s %s,%s", num(x), num(cy-5), num(x+reach), num(cy-24), num(x+reach), num(cy+24), num(x), num(cy+5))
-			at, anchor = point{x + reach*0.75 + 4, cy + 4}, "start"
+			plate = rect{x: x + reach*0.75 + 2, y: cy - 7, w: lw, h: 14}
 		} else {
 			p0, p2 := from.centre(), to.centre()
 			dx, dy := p2.x-p0.x, p2.y-p0.y
@@ -249,22 +314,47 @@ func writeEdges(b *bufio.Writer, g *Graph, l layout) *strings.Builder {
 			c := point{(p0.x+p2.x)/2 + dy/length*bend, (p0.y+p2.y)/2 - dx/length*bend}
 			s, t := from.border(c), to.border(c)
 			path = fmt.Sprintf("M%s,%s Q%s,%s %s,%s", num(s.x), num(s.y), num(c.x), num(c.y), num(t.x), num(t.y))
-			at = point{0.25*s.x + 0.5*c.x + 0.25*t.x, 0.25*s.y + 0.5*c.y + 0.25*t.y + 4}
+			for n, u := range []float64{0.5, 0.38, 0.62, 0.28, 0.72} {
+				a, m, z := (1-u)*(1-u), 2*(1-u)*u, u*u
+				at := point{a*s.x + m*c.x + z*t.x, a*s.y + m*c.y + z*t.y}
+				try := rect{x: at.x - lw/2, y: at.y - 7, w: lw, h: 14}
+				if n == 0 || !overlaps(try, placed) {
+					plate = try
+				}
+				if !overlaps(try, placed) {
+					break
+				}
+			}
 		}
-		title := g.Nodes[e.From].Name() + " -> " + g.Nodes[e.To].Name() + ": " + e.Label
+		placed = append(placed, plate)
+		ext.add(plate.x, plate.y+plate.h)
+		ext.add(plate.x+plate.w, plate.y+plate.h)
+		arrow, start := " -> ", ""
+		if e.both {
+			arrow, start = " <-> ", fmt.Sprintf(` marker-start="url(#arrow-%s-start)"`, e.State)
+		}
+		title := g.Nodes[e.From].Name() + arrow + g.Nodes[e.To].Name() + ": " + e.Label
 		if e.State != Same {
 			title = e.State.String() + " " + title
 		}
-		fmt.Fprintf(b, `<g class="edge %s" id="e%d"><title>%s</title><path d="%s" fill="none" stroke="%s" stroke-width="1.5"%s marker-end="url(#arrow-%s)"/></g>`+"\n",
-			e.State, i, esc(title), path, colour, dash(e.State), e.State)
-		label := e.Label
-		if r := []rune(label); len(r) > maxLabel {
-			label = string(r[:maxLabel-1]) + "…"
-		}
-		fmt.Fprintf(&labels, `<text x="%s" y="%s" text-anchor="%s" font-size="11" fill="%s" stroke="#ffffff" stroke-width="3" paint-order="stroke">%s</text>`+"\n",
-			num(at.x), num(at.y), anchor, colour, esc(label))
+		colour := stateColour[e.State]
+		fmt.Fprintf(b, `<g class="edge %s" id="e%d"><title>%s</title><path d="%s" fill="none" stroke="%s" stroke-width="1.5"%s%s marker-end="url(#arrow-%s)"/></g>`+"\n",
+			e.State, i, esc(title), path, colour, dash(e.State), start, e.State)
+		// A white plate under the label hides the lines it sits on.
+		fmt.Fprintf(&labels, `<rect x="%s" y="%s" width="%s" height="14" rx="3" fill="#ffffff" fill-opacity="0.9"/>`, num(plate.x), num(plate.y), num(plate.w))
+		fmt.Fprintf(&labels, `<text x="%s" y="%s" text-anchor="middle" font-size="11" fill="%s">%s</text>`+"\n",
+			num(plate.x+plate.w/2), num(plate.y+11), colour, esc(label))
 	}
-	return &labels
+	return labels.String()
+}
+
+func overlaps(r rect, others []rect) bool {
+	for _, o := range others {
+		if r.x < o.x+o.w && o.x < r.x+r.w && r.y < o.y+o.h && o.y < r.y+r.h {
+			return true
+		}
+	}
+	return false
 }
 
 // num prints a coordinate with one decimal at most, the same on every run.
