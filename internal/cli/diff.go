@@ -71,6 +71,10 @@ it), 2 trouble (bad input or flags, a cluster that cannot be read).`,
 			var old, new *engine.Engine
 			if len(args) == 1 {
 				old, err = in.loadFrom(cmd, shape, nil)
+				var none noCluster
+				if errors.As(err, &none) {
+					return usageError{fmt.Errorf("OLD: no cluster to read: %v", none.error)}
+				}
 			} else {
 				old, err = in.loadFrom(cmd, shape, args[:1])
 			}
@@ -189,7 +193,7 @@ func writeDiffText(w io.Writer, r *diff.Result, explain, colour bool) {
 				tw.Flush()
 				for _, x := range e.Explain {
 					fmt.Fprintf(w, "      %s %s, e.g. %s -> %s %s\n        old: %s\n        new: %s\n",
-						x.Change, x.Ports, x.From, x.To, x.Port, diff.Describe(x.Old), diff.Describe(x.New))
+						x.Change, diff.FormatPorts(x.Ports), x.From, x.To, x.Port, diff.Describe(x.Old), diff.Describe(x.New))
 				}
 			}
 		}
@@ -226,7 +230,7 @@ func writeDiffMarkdown(w io.Writer, r *diff.Result, explain bool) {
 		for _, e := range g.Entries {
 			for _, x := range e.Explain {
 				fmt.Fprintf(w, "- %s %s, e.g. `%s` → `%s` %s\n  - old: %s\n  - new: %s\n",
-					x.Change, x.Ports, x.From, x.To, x.Port, mdCell(diff.Describe(x.Old)), mdCell(diff.Describe(x.New)))
+					x.Change, diff.FormatPorts(x.Ports), x.From, x.To, x.Port, mdCell(diff.Describe(x.Old)), mdCell(diff.Describe(x.New)))
 			}
 		}
 		fmt.Fprint(w, "\n</details>\n")
@@ -257,8 +261,10 @@ func writeDiffCSV(w io.Writer, r *diff.Result, explain bool) error {
 				cw.Write(rec)
 			}
 			if explain {
-				for i := range e.Explain {
-					row(e.Explain[i].Change, e.Explain[i].Ports, &e.Explain[i])
+				for i, x := range e.Explain {
+					for _, pr := range x.Ports {
+						row(x.Change, pr, &e.Explain[i])
+					}
 				}
 				continue
 			}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -60,8 +61,17 @@ func (f *inputFlags) load(cmd *cobra.Command) (*engine.Engine, error) {
 	if len(f.files) > 0 && (f.kubeconfig != "" || f.context != "") {
 		return nil, usageError{fmt.Errorf("read either manifests (-f) or a cluster (--kubeconfig/--context), not both")}
 	}
-	return f.loadFrom(cmd, shape, f.files)
+	e, err := f.loadFrom(cmd, shape, f.files)
+	var none noCluster
+	if errors.As(err, &none) {
+		return nil, usageError{fmt.Errorf("no input: give manifests with -f FILE|DIR|- or a cluster with --kubeconfig/--context (%v)", none.error)}
+	}
+	return e, err
 }
+
+// noCluster is a kubeconfig that could not be found or read: each command
+// says which input it wanted instead.
+type noCluster struct{ error }
 
 // loadFrom reads the manifests at paths or, when paths is empty, the
 // cluster of --kubeconfig/--context.
@@ -79,7 +89,7 @@ func (f *inputFlags) loadFrom(cmd *cobra.Command, shape source.ANPShape, paths [
 	} else {
 		cfg, err := restConfig(f.kubeconfig, f.context)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("no input: give manifests with -f FILE|DIR|- or a cluster with --kubeconfig/--context (%v)", err)}
+			return nil, noCluster{err}
 		}
 		if objects, decoded, err = kube.List(cmd.Context(), cfg, source.Options{ANPShape: shape}); err != nil {
 			return nil, fmt.Errorf("reading the cluster at %s: %w", cfg.Host, err)

@@ -93,10 +93,11 @@ func (e Entry) PodPairs(g Group) int {
 	return n
 }
 
-// Explanation shows why one changed range changed: the verdicts, with their
-// traces, on an example flow.
+// Explanation shows why some ranges changed: the verdicts, with their
+// traces, on an example flow (on the first range's first port). Ranges of
+// one change decided by the same rules share one explanation.
 type Explanation struct {
-	Ports  PortRange      `json:"ports"`
+	Ports  []PortRange    `json:"ports"`
 	Change Change         `json:"change"` // Gained or Lost
 	From   string         `json:"from"`   // namespace/name
 	To     string         `json:"to"`
@@ -377,10 +378,18 @@ func explain(old, new *engine.Engine, g Group, e Entry) []Explanation {
 		change Change
 		ranges []PortRange
 	}{{Gained, e.Gained}, {Lost, e.Lost}} {
+		same := map[string]int{} // the deciders, in words -> index in out
 		for _, pr := range c.ranges {
 			port := l4.Port{Proto: pr.Proto, Num: pr.First}
-			out = append(out, Explanation{Ports: pr, Change: c.change, From: from, To: to, Port: port.String(),
-				Old: decide(old, from, to, port), New: decide(new, from, to, port)})
+			x := Explanation{Ports: []PortRange{pr}, Change: c.change, From: from, To: to, Port: port.String(),
+				Old: decide(old, from, to, port), New: decide(new, from, to, port)}
+			k := Describe(x.Old) + "\n" + Describe(x.New)
+			if i, ok := same[k]; ok {
+				out[i].Ports = append(out[i].Ports, pr)
+				continue
+			}
+			same[k] = len(out)
+			out = append(out, x)
 		}
 	}
 	return out
@@ -412,7 +421,11 @@ func Decider(s engine.Side) string {
 	st := s.Steps[len(s.Steps)-1]
 	switch {
 	case st.Policy != nil:
-		return st.Tier + " " + st.Policy.String() + " rule " + st.Rule + ": " + st.Action
+		tier := ""
+		if !strings.HasPrefix(st.Policy.Kind, st.Tier) { // ClusterNetworkPolicy: either tier
+			tier = " (" + st.Tier + " tier)"
+		}
+		return st.Policy.String() + " rule " + st.Rule + tier + ": " + st.Action
 	case len(st.IsolatedBy) > 0:
 		names := make([]string, len(st.IsolatedBy))
 		for i, r := range st.IsolatedBy {

@@ -123,26 +123,21 @@ func TestExplain(t *testing.T) {
 		for _, e := range g.Entries {
 			if g.From == "payments" && g.To == "monitoring" && e.From[0] == "api-0" || g.From == "shop" && g.To == "shop" && e.From[0] == "web-0" {
 				for _, x := range e.Explain {
-					got = append(got, fmt.Sprintf("%s %s %s -> %s %s\n  old: %s\n  new: %s", x.Change, x.Ports, x.From, x.To, x.Port, Describe(x.Old), Describe(x.New)))
+					got = append(got, fmt.Sprintf("%s %s %s -> %s %s\n  old: %s\n  new: %s", x.Change, FormatPorts(x.Ports), x.From, x.To, x.Port, Describe(x.Old), Describe(x.New)))
 				}
 			}
 		}
 	}
+	// The three protocols are lost to one rule: one explanation.
 	want := []string{
-		`lost any/tcp payments/api-0 -> monitoring/prometheus-0 1/tcp
+		`lost all ports payments/api-0 -> monitoring/prometheus-0 1/tcp
   old: allowed; egress: Default: Allow (nothing denied it); ingress: Default: Allow (nothing denied it)
-  new: denied; egress: Default: Allow (nothing denied it); ingress: Admin AdminNetworkPolicy monitoring-closed rule deny-all-ingress: Deny`,
-		`lost any/udp payments/api-0 -> monitoring/prometheus-0 1/udp
-  old: allowed; egress: Default: Allow (nothing denied it); ingress: Default: Allow (nothing denied it)
-  new: denied; egress: Default: Allow (nothing denied it); ingress: Admin AdminNetworkPolicy monitoring-closed rule deny-all-ingress: Deny`,
-		`lost any/sctp payments/api-0 -> monitoring/prometheus-0 1/sctp
-  old: allowed; egress: Default: Allow (nothing denied it); ingress: Default: Allow (nothing denied it)
-  new: denied; egress: Default: Allow (nothing denied it); ingress: Admin AdminNetworkPolicy monitoring-closed rule deny-all-ingress: Deny`,
+  new: denied; egress: Default: Allow (nothing denied it); ingress: AdminNetworkPolicy monitoring-closed rule deny-all-ingress: Deny`,
 		`gained 8443/tcp shop/web-0 -> shop/web-1 8443/tcp
   old: denied; egress: Default: Allow (nothing denied it); ingress: NetworkPolicy: isolated by NetworkPolicy shop/web-ingress, no rule allows it: Deny
-  new: allowed; egress: Default: Allow (nothing denied it); ingress: NetworkPolicy NetworkPolicy shop/web-ingress rule ingress[0]: Allow`,
+  new: allowed; egress: Default: Allow (nothing denied it); ingress: NetworkPolicy shop/web-ingress rule ingress[0]: Allow`,
 		`lost 8080/tcp shop/web-0 -> shop/web-1 8080/tcp
-  old: allowed; egress: Default: Allow (nothing denied it); ingress: NetworkPolicy NetworkPolicy shop/web-ingress rule ingress[0]: Allow
+  old: allowed; egress: Default: Allow (nothing denied it); ingress: NetworkPolicy shop/web-ingress rule ingress[0]: Allow
   new: denied; egress: Default: Allow (nothing denied it); ingress: NetworkPolicy: isolated by NetworkPolicy shop/web-ingress, no rule allows it: Deny`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -234,7 +229,9 @@ func TestPortRangeJSON(t *testing.T) {
 }
 
 func TestFormatPorts(t *testing.T) {
-	r := func(p l4.Protocol, first, last uint16) PortRange { return PortRange{l4.Range{Proto: p, First: first, Last: last}} }
+	r := func(p l4.Protocol, first, last uint16) PortRange {
+		return PortRange{l4.Range{Proto: p, First: first, Last: last}}
+	}
 	cases := []struct {
 		ranges []PortRange
 		want   string
