@@ -143,7 +143,9 @@ func TestDiffJSON(t *testing.T) {
 					Old    struct{ Allowed bool }
 					New    struct {
 						Allowed bool
-						Ingress struct{ Steps []struct{ Tier, Action string } }
+						Ingress struct {
+							Steps []struct{ Tier, Action string }
+						}
 					}
 				}
 			}
@@ -312,6 +314,27 @@ func TestDiffHelp(t *testing.T) {
 	for _, want := range []string{"Examples:", "0 no change, 1 changes", "--explain"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("diff --help lacks %q", want)
+		}
+	}
+}
+
+// TestDocsPictures: the pictures the README shows are what netpol draws
+// today. Regenerate them with the commands in docs/README.md.
+func TestDocsPictures(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		args []string
+	}{
+		{"../../docs/tenants-matrix.svg", []string{"matrix", "-f", "../../examples/tenants", "-o", "svg"}},
+		{"../../docs/diff-example.svg", []string{"diff", oldDir, newDir, "-o", "svg"}},
+	} {
+		want, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, out, _ := run(t, "", c.args...)
+		if out != string(want) {
+			t.Errorf("%s is stale: regenerate it with netpol %s", c.file, strings.Join(c.args, " "))
 		}
 	}
 }
