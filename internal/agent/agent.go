@@ -44,6 +44,17 @@ type Config struct {
 	// Reporter publishes the outcome of each pass (the policies' status in a
 	// cluster); nil publishes nothing.
 	Reporter Reporter
+	// AuditDenies logs every deny (rules of all tiers and NetworkPolicy
+	// isolation), not only those of policies annotated netpol.io/audit.
+	AuditDenies bool
+	// Audit learns what the kernel logs after every pass; nil when nobody
+	// reads the log.
+	Audit Auditor
+}
+
+// Auditor turns the kernel's log into audit lines (package audit).
+type Auditor interface {
+	Update(audits map[string]*compile.Audit, podOf func(netip.Addr) string)
 }
 
 // Reporter publishes what a pass did: findings holds its findings (errors
@@ -95,6 +106,7 @@ type Agent struct {
 	// retry on the next pass.
 	unreported *outcome
 	logged     map[string]bool // the findings of the last pass, logged
+	builder    *pipeline.Builder
 }
 
 type outcome struct {
@@ -109,7 +121,7 @@ func New(cfg Config, renderer *nft.Renderer, logTx func(string)) *Agent {
 		cfg.Interval = time.Second
 	}
 	return &Agent{cfg: cfg, renderer: renderer, status: Status{Node: cfg.Node}, logTx: logTx, metrics: newMetrics(),
-		health: health{deadline: time.Minute + 10*cfg.Interval}}
+		health: health{deadline: time.Minute + 10*cfg.Interval}, builder: &pipeline.Builder{Options: cfg.Pipeline}}
 }
 
 // Run loops until ctx is done. A failed pass is retried on the next tick;
@@ -152,7 +164,7 @@ func (a *Agent) Pass(ctx context.Context) error {
 		noticed = n.Noticed()
 	}
 	a.status.Input = fp
-	e, diags, err := pipeline.Build(objects, decoded, a.cfg.Pipeline)
+	e, diags, err := a.builder.Build(objects, decoded)
 	a.logFindings(diags)
 	a.metrics.invalid.Set(float64(countObjects(diags.Errors())))
 	if err != nil {
@@ -163,6 +175,21 @@ func (a *Agent) Pass(ctx context.Context) error {
 		return a.fail(err)
 	}
 	ir := compile.Node(e, a.cfg.Node)
+	compile.AddStaged(ir, e)
+	if a.cfg.AuditDenies {
+		compile.AuditDenies(ir)
+	}
+	if a.cfg.Audit != nil {
+		// Before the kernel logs with the new rules; the auditor keeps the
+		// previous ones for packets logged before the change.
+		c := e.Cluster()
+		a.cfg.Audit.Update(compile.Audits(ir), func(ip netip.Addr) string {
+			if p := c.PodByIP(ip); p != nil {
+				return p.Key()
+			}
+			return ""
+		})
+	}
 	if a.cfg.DryRun {
 		tx, st, err := a.renderer.Plan(ctx, ir)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -23,7 +24,9 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/netpol/netpol/internal/agent"
+	"github.com/netpol/netpol/internal/audit"
 	"github.com/netpol/netpol/internal/dataplane"
+	"github.com/netpol/netpol/internal/dataplane/nflog"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/source/kube"
@@ -70,8 +73,8 @@ func newAgent() *cobra.Command {
 	var cfg agent.Config
 	var sources []string
 	var anpShape, kubeconfig, kubeContext string
-	var inCluster, once bool
-	var listen string
+	var inCluster, once, elementsViaNft bool
+	var listen, auditLog string
 	reportStatus := true
 	cmd := &cobra.Command{
 		Use:   "agent --node NAME (--source DIR | --kubeconfig FILE | --in-cluster)",
@@ -82,7 +85,8 @@ when it runs as a DaemonSet pod), compiles what the node's pods must enforce
 (see netpol compile) and loads it into the nftables table "inet netpol" in
 one transaction. Then it watches the
 source: on every change it sends only the difference (a pod joining a
-selector is one set element; a changed policy rewrites only its chains), and
+selector is one set element, sent straight over netlink; a changed policy
+rewrites only its chains, through nft), and
 deletes the conntrack entries of connections that are now denied, so that
 existing connections are cut as well as new ones refused.
 
@@ -99,13 +103,26 @@ programmed stay, and the watch catches up when it is back. When manifest
 files are invalid or the kernel refuses the transaction, the rules last
 programmed stay in place and the error is logged and written to --status.
 
+Audit log: a policy annotated netpol.io/audit ("all" or "true", "deny",
+"allow") has its decisions logged, one JSON line per new connection, to
+--audit-log (stdout by default): time, source and destination (pod and IP),
+protocol, port, verdict, direction, tier, policy and rule; an implicit
+NetworkPolicy deny names the policies that isolate the pod.
+--audit-denies logs every deny, annotated or not. A policy annotated
+netpol.io/staged: "true" is not enforced: its denies are logged as
+"would-deny" (its allows as "would-allow" when it is also audited). The
+kernel logs through NFLOG group 100 with a rate limit per rule; repeats of a
+connection attempt within 10s are folded into one line ("repeats"), and at
+most 100 lines a second are written ("rateLimited" counts the rest).
+
 Needs root (CAP_NET_ADMIN) and the nft binary; --dry-run needs neither
 netlink nor write access: it prints each transaction instead.`,
 		Example: `  netpol agent --node node-1 --source /etc/netpol/manifests
   NODE_NAME=node-1 netpol agent --source manifests/ --status /run/netpol/status.json
   netpol agent --node node-1 --source examples/tenants --dry-run --once
   netpol agent --node node-1 --kubeconfig ~/.kube/config --dry-run
-  NODE_NAME=node-1 netpol agent --in-cluster --listen :9745`,
+  NODE_NAME=node-1 netpol agent --in-cluster --listen :9745
+  netpol agent --node node-1 --source manifests/ --audit-denies --audit-log /var/log/netpol/audit.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Node == "" {
@@ -165,9 +182,20 @@ netlink nor write access: it prints each transaction instead.`,
 					return fmt.Errorf("nftables is not usable here: %w", err)
 				}
 				cfg.Conntrack = dataplane.Conntrack{}
+				if auditLog != "off" {
+					closeAudit, err := startAudit(cmd, &cfg, auditLog)
+					if err != nil {
+						return err
+					}
+					defer closeAudit()
+				}
+			}
+			renderer := nft.New(iface)
+			if !cfg.DryRun && !elementsViaNft {
+				renderer.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
 			}
 			out := cmd.OutOrStdout()
-			a := agent.New(cfg, nft.New(iface), func(tx string) { fmt.Fprint(out, tx) })
+			a := agent.New(cfg, renderer, func(tx string) { fmt.Fprint(out, tx) })
 			if listen != "" {
 				stopServer, err := serve(listen, a.Handler())
 				if err != nil {
@@ -190,8 +218,11 @@ netlink nor write access: it prints each transaction instead.`,
 	fl.DurationVar(&cfg.Interval, "interval", 500*time.Millisecond, "how often to look at the input for changes (a cluster watch also wakes the agent on every change)")
 	fl.StringVar(&cfg.Status, "status", "", "file to rewrite with the agent's status (JSON) after every pass")
 	fl.BoolVar(&cfg.DryRun, "dry-run", false, "print each nftables transaction instead of applying it")
+	fl.BoolVar(&elementsViaNft, "elements-via-nft", false, "send set element changes through nft too (slower: by default a change that only adds and deletes elements goes to the kernel over netlink)")
 	fl.StringVar(&listen, "listen", "", "serve /metrics (Prometheus), /healthz and /readyz on this address, e.g. :9745")
 	fl.BoolVar(&reportStatus, "report-status", reportStatus, "in a cluster, write conditions on the admin policies and Events for invalid ones")
+	fl.StringVar(&auditLog, "audit-log", "-", `where audit lines go: a file (appended to), "-" for stdout, or "off"`)
+	fl.BoolVar(&cfg.AuditDenies, "audit-denies", false, "log every denied connection, not only those of policies annotated netpol.io/audit")
 	// klog's verbosity, as every Kubernetes component spells it.
 	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -204,4 +235,32 @@ netlink nor write access: it prints each transaction instead.`,
 	fl.BoolVar(&cfg.Pipeline.LegacyNamespaceIsolation, "legacy-namespace-isolation", false, "honour the v1beta1 namespace DefaultDeny annotation for ingress")
 	fl.IntVar(&cfg.Pipeline.ReplicaCap, "replica-cap", 0, "most pods modelled per workload (default 10)")
 	return cmd
+}
+
+// startAudit opens the kernel's log group and the audit log, and reads the
+// one into the other until the returned function is called. A kernel
+// without NFLOG costs the audit log, not enforcement: the error is logged.
+func startAudit(cmd *cobra.Command, cfg *agent.Config, path string) (func(), error) {
+	w := cmd.OutOrStdout()
+	closeFile := func() {}
+	if path != "-" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+		if err != nil {
+			return nil, fmt.Errorf("--audit-log: %w", err)
+		}
+		w, closeFile = f, func() { f.Close() }
+	}
+	r, err := nflog.Open(nft.LogGroup)
+	if err != nil {
+		klog.ErrorS(err, "No audit log: the kernel's log group cannot be read", "group", nft.LogGroup)
+		closeFile()
+		return func() {}, nil
+	}
+	l := audit.New(w, audit.Options{})
+	cfg.Audit = l
+	go func() {
+		err := l.Run(r, func(err error) { klog.ErrorS(err, "Audit log") })
+		klog.V(2).InfoS("Audit log reader stopped", "reason", err)
+	}()
+	return func() { r.Close(); closeFile() }, nil
 }

@@ -64,6 +64,7 @@ Output formats:
 				return writeJSON(w, groups)
 			}
 			ir := compile.Node(e, node)
+			compile.AddStaged(ir, e) // what the agent programs: log-only tables of staged policies too
 			switch output {
 			case "json":
 				return writeJSON(w, ir)

@@ -12,6 +12,7 @@ import (
 func newExplain() *cobra.Command {
 	var in inputFlags
 	var from, to, port, output string
+	var staged bool
 	cmd := &cobra.Command{
 		Use:   "explain -f MANIFESTS --from SRC --to DST --port PORT",
 		Short: "Say whether one connection is allowed, and which policy rule decided",
@@ -24,10 +25,15 @@ the pod, since no single rule is to blame.
 SRC and DST are namespace/pod, node/NAME or an IP address (an address outside
 the cluster is allowed too). PORT is a number or a container port name of the
 destination pod, optionally with a protocol: 80, 53/udp, http, dns/udp.
-Without a protocol a number means TCP.`,
+Without a protocol a number means TCP.
+
+Policies annotated netpol.io/staged: "true" are not enforced and take no
+part in the verdict. With --staged, explain also prints the staged verdict
+and its trace: the decision once the staged policies are enforced too.`,
 		Example: `  netpol explain -f examples/tenants --from blue-web/frontend-0 --to blue-db/postgres-0 --port 5432
   netpol explain -f cluster/ --from x/a --to 198.18.9.9 --port 53/udp -o json
-  kubectl get ns,pods,netpol,anp,banp -A -o yaml | netpol explain -f - --from x/a --to y/b --port http`,
+  kubectl get ns,pods,netpol,anp,banp -A -o yaml | netpol explain -f - --from x/a --to y/b --port http
+  netpol explain -f cluster/ --from x/a --to y/b --port 80 --staged`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" || to == "" || port == "" {
@@ -54,14 +60,29 @@ Without a protocol a number means TCP.`,
 				return err
 			}
 			v := e.Decide(flow)
+			var sv *engine.Verdict
+			if staged {
+				// Without staged policies the staged verdict is the
+				// enforced one.
+				sv = &v
+				if se := e.Staged(); se != nil {
+					d := se.Decide(flow)
+					sv = &d
+				}
+			}
+			w := cmd.OutOrStdout()
 			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), explainJSON{
+				return writeJSON(w, explainJSON{
 					Allowed: v.Allowed, From: endpointJSON(flow.Src), To: endpointJSON(flow.Dst),
 					Port: int(flow.Port.Num), Protocol: flow.Port.Proto.String(),
-					Note: v.Note, Egress: v.Egress, Ingress: v.Ingress,
+					Note: v.Note, Egress: v.Egress, Ingress: v.Ingress, Staged: sv,
 				})
 			}
-			engine.WriteTrace(cmd.OutOrStdout(), flow, v)
+			engine.WriteTrace(w, flow, v)
+			if sv != nil {
+				fmt.Fprintf(w, "\nstaged (%s): the verdict with the staged policies enforced too\n", stagedCount(e))
+				engine.WriteTrace(w, flow, *sv)
+			}
 			return nil
 		},
 	}
@@ -69,8 +90,25 @@ Without a protocol a number means TCP.`,
 	cmd.Flags().StringVar(&from, "from", "", "source: namespace/pod, node/NAME or IP")
 	cmd.Flags().StringVar(&to, "to", "", "destination: namespace/pod, node/NAME or IP")
 	cmd.Flags().StringVar(&port, "port", "", "destination port: 80, 80/tcp, 53/udp, or a named port such as http")
+	cmd.Flags().BoolVar(&staged, "staged", false, "also decide with the policies annotated netpol.io/staged enforced, and print both")
 	outputFlag(cmd, &output, "text", "json")
 	return cmd
+}
+
+// stagedCount says how many policies are staged.
+func stagedCount(e *engine.Engine) string {
+	n := 0
+	if se := e.Staged(); se != nil {
+		for _, p := range se.Policies().Policies() {
+			if p.Staged {
+				n++
+			}
+		}
+	}
+	if n == 1 {
+		return "1 staged policy"
+	}
+	return fmt.Sprintf("%d staged policies", n)
 }
 
 type explainJSON struct {
@@ -82,6 +120,8 @@ type explainJSON struct {
 	Note     string      `json:"note,omitempty"`
 	Egress   engine.Side `json:"egress"`
 	Ingress  engine.Side `json:"ingress"`
+	// Staged is the verdict with the staged policies enforced (--staged).
+	Staged *engine.Verdict `json:"staged,omitempty"`
 }
 
 type endpointOut struct {

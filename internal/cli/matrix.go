@@ -22,6 +22,7 @@ func newMatrix() *cobra.Command {
 	var in inputFlags
 	var ports, output, selector string
 	var namespaces []string
+	var staged bool
 	cmd := &cobra.Command{
 		Use:   "matrix -f MANIFESTS",
 		Short: "Print which pods can reach which, on every port that matters",
@@ -34,13 +35,19 @@ The work is done over behaviour classes: pods that no selector, IP block,
 named port or node tells apart are decided once, so large clusters with few
 distinct behaviours stay fast.
 
--o dot and -o svg draw the same as a graph: namespaces as boxes, each class
-of pods (within a namespace) as one node, an arrow where the class may
-connect to another, labelled with the ports. SVG is rendered by netpol
-itself (no Graphviz needed); DOT is for Graphviz (dot -Tpng).`,
+Policies annotated netpol.io/staged: "true" are not enforced. With --staged,
+each cell also shows the verdict once they are: '!' allowed now but the
+staged policies would deny, '+' denied now but they would allow (JSON and
+CSV gain a "staged" verdict per cell).
+
+-o dot and -o svg draw the enforced verdicts as a graph: namespaces as
+boxes, each class of pods (within a namespace) as one node, an arrow where
+the class may connect to another, labelled with the ports. SVG is rendered
+by netpol itself (no Graphviz needed); DOT is for Graphviz (dot -Tpng).`,
 		Example: `  netpol matrix -f examples/tenants
   netpol matrix -f examples/tenants --ports 80/tcp,53/udp -o csv
   netpol matrix -f cluster/ -n blue-web -n blue-db -l app=api -o json
+  netpol matrix -f cluster/ --staged
   netpol matrix -f examples/tenants -o svg > tenants.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -79,16 +86,22 @@ itself (no Graphviz needed); DOT is for Graphviz (dot -Tpng).`,
 			case "svg":
 				return writeSVG(cmd, matrixGraph(e, pods, portList))
 			}
-			m := e.Matrix(pods, pods, portList)
+			mm := matrices{enforced: e.Matrix(pods, pods, portList)}
+			if staged {
+				mm.staged = mm.enforced
+				if se := e.Staged(); se != nil {
+					mm.staged = se.Matrix(pods, pods, portList)
+				}
+			}
 			switch output {
 			case "json":
-				return writeJSON(w, matrixCells(m))
+				return writeJSON(w, matrixCells(mm))
 			case "csv":
-				return writeMatrixCSV(w, m)
+				return writeMatrixCSV(w, mm)
 			case "md":
-				writeMatrixMarkdown(w, m)
+				writeMatrixMarkdown(w, mm)
 			default:
-				writeMatrixText(w, m)
+				writeMatrixText(w, mm)
 			}
 			return nil
 		},
@@ -97,8 +110,38 @@ itself (no Graphviz needed); DOT is for Graphviz (dot -Tpng).`,
 	cmd.Flags().StringVar(&ports, "ports", "", "ports to decide, comma-separated: 80/tcp,53/udp (default: every declared container port)")
 	cmd.Flags().StringSliceVarP(&namespaces, "namespace", "n", nil, "only pods in these namespaces; repeatable")
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only pods whose labels match this selector, e.g. app=web,tier!=db")
+	cmd.Flags().BoolVar(&staged, "staged", false, "also decide with the policies annotated netpol.io/staged enforced, and mark the cells that differ")
 	outputFlag(cmd, &output, "text", "json", "csv", "md", "dot", "svg")
 	return cmd
+}
+
+// matrices are the enforced matrix and, with --staged, the staged one over
+// the same pods and ports (nil without --staged).
+type matrices struct {
+	enforced, staged *engine.Matrix
+}
+
+// mark is a cell's text: '.' allowed, 'X' denied; with a staged matrix,
+// '!' allowed but would be denied, '+' denied but would be allowed.
+func (mm matrices) mark(i, j, k int) string {
+	now := mm.enforced.Allowed(i, j, k)
+	if mm.staged != nil && mm.staged.Allowed(i, j, k) != now {
+		if now {
+			return "!"
+		}
+		return "+"
+	}
+	if now {
+		return "."
+	}
+	return "X"
+}
+
+func (mm matrices) legend() string {
+	if mm.staged != nil {
+		return ". allowed, X denied; staged: ! would be denied, + would be allowed"
+	}
+	return ". allowed, X denied"
 }
 
 func filterPods(c *state.Cluster, namespaces []string, sel labels.Selector) ([]*state.Pod, error) {
@@ -145,43 +188,53 @@ type cellJSON struct {
 	Port     int    `json:"port"`
 	Protocol string `json:"protocol"`
 	Allowed  bool   `json:"allowed"`
+	// Staged is the verdict with the staged policies enforced (--staged).
+	Staged *bool `json:"staged,omitempty"`
 }
 
-func matrixCells(m *engine.Matrix) []cellJSON {
+func matrixCells(mm matrices) []cellJSON {
+	m := mm.enforced
 	out := make([]cellJSON, 0, len(m.Sources)*len(m.Destinations)*len(m.Ports))
 	for i, s := range m.Sources {
 		for j, d := range m.Destinations {
 			for k, p := range m.Ports {
-				out = append(out, cellJSON{From: s.Key(), To: d.Key(), Port: int(p.Num), Protocol: p.Proto.String(), Allowed: m.Allowed(i, j, k)})
+				c := cellJSON{From: s.Key(), To: d.Key(), Port: int(p.Num), Protocol: p.Proto.String(), Allowed: m.Allowed(i, j, k)}
+				if mm.staged != nil {
+					st := mm.staged.Allowed(i, j, k)
+					c.Staged = &st
+				}
+				out = append(out, c)
 			}
 		}
 	}
 	return out
 }
 
-func writeMatrixCSV(w io.Writer, m *engine.Matrix) error {
+func writeMatrixCSV(w io.Writer, mm matrices) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"from", "to", "port", "protocol", "allowed"})
-	for _, c := range matrixCells(m) {
-		cw.Write([]string{c.From, c.To, strconv.Itoa(c.Port), c.Protocol, strconv.FormatBool(c.Allowed)})
+	header := []string{"from", "to", "port", "protocol", "allowed"}
+	if mm.staged != nil {
+		header = append(header, "staged")
+	}
+	cw.Write(header)
+	for _, c := range matrixCells(mm) {
+		row := []string{c.From, c.To, strconv.Itoa(c.Port), c.Protocol, strconv.FormatBool(c.Allowed)}
+		if c.Staged != nil {
+			row = append(row, strconv.FormatBool(*c.Staged))
+		}
+		cw.Write(row)
 	}
 	cw.Flush()
 	return cw.Error()
 }
 
-func mark(allowed bool) string {
-	if allowed {
-		return "."
-	}
-	return "X"
-}
-
-func writeMatrixText(w io.Writer, m *engine.Matrix) {
+func writeMatrixText(w io.Writer, mm matrices) {
+	m := mm.enforced
 	for k, p := range m.Ports {
 		if k > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s   (rows: from, columns: to; . allowed, X denied)\n", p)
+		fmt.Fprintf(w, "%s   (rows: from, columns: to; %s)\n", p, mm.legend())
 		tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
 		fmt.Fprint(tw, "\t")
 		for _, d := range m.Destinations {
@@ -191,7 +244,7 @@ func writeMatrixText(w io.Writer, m *engine.Matrix) {
 		for i, s := range m.Sources {
 			fmt.Fprintf(tw, "%s\t", s.Key())
 			for j := range m.Destinations {
-				fmt.Fprintf(tw, "%s\t", mark(m.Allowed(i, j, k)))
+				fmt.Fprintf(tw, "%s\t", mm.mark(i, j, k))
 			}
 			fmt.Fprintln(tw)
 		}
@@ -200,7 +253,8 @@ func writeMatrixText(w io.Writer, m *engine.Matrix) {
 	fmt.Fprintf(w, "\n%d pods, %d ports: %d x %d behaviour classes decided\n", len(m.Sources), len(m.Ports), m.SourceClasses, m.DestinationClasses)
 }
 
-func writeMatrixMarkdown(w io.Writer, m *engine.Matrix) {
+func writeMatrixMarkdown(w io.Writer, mm matrices) {
+	m := mm.enforced
 	for k, p := range m.Ports {
 		if k > 0 {
 			fmt.Fprintln(w)
@@ -213,7 +267,7 @@ func writeMatrixMarkdown(w io.Writer, m *engine.Matrix) {
 		for i, s := range m.Sources {
 			fmt.Fprintf(w, "| %s |", s.Key())
 			for j := range m.Destinations {
-				fmt.Fprintf(w, " %s |", mark(m.Allowed(i, j, k)))
+				fmt.Fprintf(w, " %s |", mm.mark(i, j, k))
 			}
 			fmt.Fprintln(w)
 		}

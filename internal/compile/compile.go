@@ -49,6 +49,7 @@ type compiler struct {
 	tables    map[string]*Table // by name (a hash of the content)
 	sets      map[string]*AddrSet
 	endpoints map[string]*EndpointSet
+	auditedNP map[policy.Ref]bool // NetworkPolicies that log their denies; nil until needed
 }
 
 // table compiles one direction of pod and returns the name of its table,
@@ -67,6 +68,9 @@ func (c *compiler) table(pod *state.Pod, dir policy.Direction) string {
 			t.Rules = c.rules(t.Rules, pod, dir, policy.TierNetworkPolicy, ar)
 		}
 		t.Default, t.IsolatedBy = Drop, prog.IsolatedBy
+		if c.isolationAudited(prog.IsolatedBy) {
+			t.DefaultAudit = isolationAudit(dir, prog.IsolatedBy)
+		}
 	} else {
 		for _, ar := range prog.Baseline {
 			t.Rules = c.rules(t.Rules, pod, dir, policy.TierBaseline, ar)
@@ -88,6 +92,9 @@ func (c *compiler) rules(out []Rule, pod *state.Pod, dir policy.Direction, tier 
 	r := ar.Rule
 	base := Rule{Tier: tier, Action: action(tier, r.Action),
 		From: RuleRef{Tier: tier.String(), Policy: ar.Policy.Ref, Rule: r.Label()}}
+	if ar.Policy.Audit.Logs(r.Action) {
+		base.Audit = ruleAudit(dir, base)
+	}
 	if !r.AllPorts && len(r.Ports) == 0 {
 		return out // an Allow that fails closed: matches nothing
 	}
@@ -155,13 +162,13 @@ func (c *compiler) addrSet(peer engine.PeerSet) string {
 	s := &AddrSet{Name: name, Key: peer.Key}
 	switch peer.Kind {
 	case policy.PeerPods:
-		for _, p := range peer.Pods {
+		for _, p := range peer.Pods() {
 			for _, ip := range p.IPs {
 				s.Prefixes = append(s.Prefixes, netip.PrefixFrom(ip, ip.BitLen()))
 			}
 		}
 	case policy.PeerNodes:
-		for _, n := range peer.Nodes {
+		for _, n := range peer.Nodes() {
 			for _, ip := range n.IPs {
 				s.Prefixes = append(s.Prefixes, netip.PrefixFrom(ip, ip.BitLen()))
 			}
@@ -191,7 +198,7 @@ func (c *compiler) endpointSet(peer engine.PeerSet, pm policy.PortMatch) string 
 	case 0:
 		pods = c.e.Cluster().Pods
 	case policy.PeerPods:
-		pods = peer.Pods
+		pods = peer.Pods()
 	case policy.PeerIPBlock:
 		for _, p := range c.e.Cluster().Pods {
 			for _, ip := range p.IPs {

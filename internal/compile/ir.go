@@ -34,6 +34,10 @@ type LocalPod struct {
 	IPs     []netip.Addr `json:"ips"`
 	Ingress string       `json:"ingress,omitempty"`
 	Egress  string       `json:"egress,omitempty"`
+	// StagedIngress and StagedEgress name log-only tables (Table.LogOnly)
+	// that staged policies decide in; empty when none applies.
+	StagedIngress string `json:"stagedIngress,omitempty"`
+	StagedEgress  string `json:"stagedEgress,omitempty"`
 }
 
 // Table is the ordered rule list of one direction. Rules are evaluated in
@@ -46,6 +50,11 @@ type Table struct {
 	Default    Action       `json:"default"`
 	IsolatedBy []policy.Ref `json:"isolatedBy,omitempty"`
 	Pods       []string     `json:"pods"`
+	// DefaultAudit logs the connections that Default drops, when set.
+	DefaultAudit *Audit `json:"defaultAudit,omitempty"`
+	// LogOnly tables decide nothing: they walk the tiers with the staged
+	// policies to log what those would do, and every path returns.
+	LogOnly bool `json:"logOnly,omitempty"`
 }
 
 // Action is what a matching rule does to the connection in this direction.
@@ -79,6 +88,8 @@ type Rule struct {
 	Endpoints string `json:"endpoints,omitempty"`
 	// From says which policy rule this is.
 	From RuleRef `json:"from"`
+	// Audit logs the connections this rule decides, when set.
+	Audit *Audit `json:"audit,omitempty"`
 }
 
 // RuleRef names the policy rule a kernel rule comes from.

@@ -60,7 +60,11 @@ func WriteText(w io.Writer, ir *IR) error {
 		sets[s.Name] = s.Key
 	}
 	for _, t := range ir.Tables {
-		fmt.Fprintf(tw, "\ntable %s (%s of %s)\n", t.Name, t.Dir, strings.Join(t.Pods, ", "))
+		logOnly := ""
+		if t.LogOnly {
+			logOnly = ", log-only: staged policies"
+		}
+		fmt.Fprintf(tw, "\ntable %s (%s of %s%s)\n", t.Name, t.Dir, strings.Join(t.Pods, ", "), logOnly)
 		fmt.Fprintln(tw, "#\tTIER\tACTION\tPEER\tPROTO/PORT\tFROM")
 		for i, r := range t.Rules {
 			peer, ports := "any", "any"
@@ -73,7 +77,7 @@ func WriteText(w io.Writer, ir *IR) error {
 			if len(r.Ports) > 0 {
 				ports = strings.Join(rangeStrings(r.Ports), ",")
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Tier, r.Action, peer, ports, r.From)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s%s\n", i+1, r.Tier, r.Action, peer, ports, r.From, logText(r.Audit))
 		}
 		why := "nothing matched"
 		if len(t.IsolatedBy) > 0 {
@@ -83,7 +87,7 @@ func WriteText(w io.Writer, ir *IR) error {
 			}
 			why = "isolated by " + strings.Join(refs, ", ")
 		}
-		fmt.Fprintf(tw, "-\tDefault\t%s\tany\tany\t%s\n", t.Default, why)
+		fmt.Fprintf(tw, "-\tDefault\t%s\tany\tany\t%s%s\n", t.Default, why, logText(t.DefaultAudit))
 	}
 	if len(ir.Sets) > 0 {
 		fmt.Fprintln(tw, "\nSET\tSELECTION\tELEMENTS")

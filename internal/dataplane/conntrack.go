@@ -1,6 +1,7 @@
 // Package dataplane is the bottom of DESIGN.md's data flow: the kernel
-// pieces that are not nftables rules. Conntrack cuts connections that a
-// policy change denies. It imports l4 and netlink only.
+// pieces below the rules that nft loads. Conntrack cuts connections that a
+// policy change denies; Elements writes set and map elements over netlink,
+// where nft is too slow for one element. It imports l4 and netlink only.
 package dataplane
 
 import (

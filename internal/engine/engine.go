@@ -33,6 +33,9 @@ type Engine struct {
 	applies   [][]*compiled         // pod ID -> policies selecting it, in order (shared)
 	relative  bool                  // some peer selects namespaces relative to the subject
 	blocks    []policy.IPBlock      // distinct IP blocks of all peers, for classes
+
+	// staged decides with the staged policies too (nil when none is).
+	staged *Engine
 }
 
 // compiled is a policy with its selectors turned into atoms.
@@ -53,8 +56,23 @@ type compiledPeer struct {
 	atom int32 // PeerPods
 }
 
-// New resolves every selector of set against c.
+// New resolves every selector of set against c. The engine decides with the
+// enforced policies; when some are staged, Staged returns a second engine
+// that decides as if they were enforced too.
 func New(c *state.Cluster, set *policy.Set, opts Options) *Engine {
+	enforced := set.Enforced()
+	e := newEngine(c, enforced, opts)
+	if enforced != set {
+		e.staged = newEngine(c, set, opts)
+	}
+	return e
+}
+
+// Staged returns the engine that enforces the staged policies as well, or
+// nil when no policy is staged: what the cluster would do once they are.
+func (e *Engine) Staged() *Engine { return e.staged }
+
+func newEngine(c *state.Cluster, set *policy.Set, opts Options) *Engine {
 	e := &Engine{c: c, set: set, opts: opts, ix: newIndex(c), bySubject: map[int32][]*compiled{}}
 	blockIDs := map[string]bool{}
 	for rank, p := range set.Policies() {
@@ -115,7 +133,8 @@ func (e *Engine) indexApplicable() {
 // Cluster returns the snapshot the engine decides for.
 func (e *Engine) Cluster() *state.Cluster { return e.c }
 
-// Policies returns the policy set.
+// Policies returns the policy set the engine decides with: without the
+// staged policies (Staged().Policies() has them).
 func (e *Engine) Policies() *policy.Set { return e.set }
 
 // Members returns the pods a policy's subject selects.

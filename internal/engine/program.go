@@ -38,15 +38,50 @@ type AppliedRule struct {
 	Peers  []PeerSet // nil with Rule.AllPeers
 }
 
-// PeerSet is a resolved peer. Key names the selection (not its members):
-// two peers with equal keys always have equal members, so the compiler can
-// share one kernel set between them and update it element by element.
+// PeerSet is a peer as seen from one subject pod. Key names the selection
+// (not its members): two peers with equal keys always have equal members,
+// so the compiler can share one kernel set between them and update it
+// element by element. Members are listed only when asked for: the compiler
+// asks once per key, not once per subject pod and rule.
 type PeerSet struct {
 	Key   string
 	Kind  policy.PeerKind
-	Pods  []*state.Pod   // PeerPods: never host-network pods
 	Block policy.IPBlock // PeerIPBlock
-	Nodes []*state.Node  // PeerNodes
+
+	e       *Engine
+	peer    compiledPeer
+	subject *state.Pod
+}
+
+// Pods lists the members of a PeerPods peer: never host-network pods.
+func (ps PeerSet) Pods() []*state.Pod {
+	if ps.Kind != policy.PeerPods {
+		return nil
+	}
+	ns := ps.peer.Pods.Namespaces
+	var pods []*state.Pod
+	for _, id := range ps.e.ix.podAtoms[ps.peer.atom].members {
+		pod := ps.e.c.Pods[id]
+		if ns.Relative() && !ns.Matches(pod.Namespace.Name, pod.Namespace.Labels, ps.subject.Namespace.Name, ps.subject.Namespace.Labels) {
+			continue
+		}
+		pods = append(pods, pod)
+	}
+	return pods
+}
+
+// Nodes lists the members of a PeerNodes peer.
+func (ps PeerSet) Nodes() []*state.Node {
+	if ps.Kind != policy.PeerNodes {
+		return nil
+	}
+	var nodes []*state.Node
+	for _, n := range ps.e.c.Nodes {
+		if ps.peer.Nodes.Matches(n.Labels) {
+			nodes = append(nodes, n)
+		}
+	}
+	return nodes
 }
 
 // Program returns what decides dir-traffic of pod (a pod that policies can
@@ -91,33 +126,20 @@ func (e *Engine) apply(p *compiled, r compiledRule, subject *state.Pod) AppliedR
 	return ar
 }
 
-// resolve lists a peer's members as seen from subject.
+// resolve names a peer's selection as seen from subject.
 func (e *Engine) resolve(p compiledPeer, subject *state.Pod) PeerSet {
-	ps := PeerSet{Kind: p.Kind}
+	ps := PeerSet{Kind: p.Kind, e: e, peer: p, subject: subject}
 	switch p.Kind {
 	case policy.PeerPods:
-		ns := p.Pods.Namespaces
-		ps.Key = "pods " + namespaceKey(ns, subject)
+		ps.Key = "pods " + namespaceKey(p.Pods.Namespaces, subject)
 		if p.Pods.Pods.Text != "" {
 			ps.Key += " " + p.Pods.Pods.Text
-		}
-		for _, id := range e.ix.podAtoms[p.atom].members {
-			pod := e.c.Pods[id]
-			if ns.Relative() && !ns.Matches(pod.Namespace.Name, pod.Namespace.Labels, subject.Namespace.Name, subject.Namespace.Labels) {
-				continue
-			}
-			ps.Pods = append(ps.Pods, pod)
 		}
 	case policy.PeerIPBlock:
 		ps.Key = "cidr " + p.Block.String()
 		ps.Block = p.Block
 	case policy.PeerNodes:
 		ps.Key = "nodes " + p.Nodes.Text
-		for _, n := range e.c.Nodes {
-			if p.Nodes.Matches(n.Labels) {
-				ps.Nodes = append(ps.Nodes, n)
-			}
-		}
 	case policy.PeerDomains:
 		ps.Key = "domains " + strings.Join(p.Domains, ",")
 	}

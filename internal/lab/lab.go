@@ -93,6 +93,9 @@ func (l *Lab) ManifestDir() string { return filepath.Join(l.Dir, "manifests") }
 
 func (l *Lab) statusFile(node string) string { return filepath.Join(l.Dir, node+".status.json") }
 
+// AuditLog is the file where the agent of node writes its audit lines.
+func (l *Lab) AuditLog(node string) string { return filepath.Join(l.Dir, node+".audit.jsonl") }
+
 // Plan lays out a lab for a cluster: its nodes (the nodes pods are on) and
 // its pods that have an IPv4 address and are not host-network (those are
 // the node itself; the lab does not model them). IPv6 is added where a pod
@@ -315,7 +318,7 @@ func (l *Lab) startAgent(exe string, n Node) (int, error) {
 		input = []string{"--kubeconfig", l.Kubeconfig}
 	}
 	args := append(append([]string{"netns", "exec", n.Namespace, exe, "agent", "--node", n.Name,
-		"--status", l.statusFile(n.Name), "--interval", "100ms"}, input...), l.AgentArgs...)
+		"--status", l.statusFile(n.Name), "--audit-log", l.AuditLog(n.Name), "--interval", "100ms"}, input...), l.AgentArgs...)
 	cmd := exec.Command("ip", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

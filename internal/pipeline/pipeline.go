@@ -31,14 +31,28 @@ type Options struct {
 // With opts.SkipInvalid the objects that errors name are left out and the
 // build repeated; err is then non-nil only for an error that names no object.
 func Build(objects []source.Object, decoded diag.List, opts Options) (*engine.Engine, diag.List, error) {
+	return (&Builder{Options: opts}).Build(objects, decoded)
+}
+
+// Builder builds engine after engine over objects that change a little at a
+// time (the agent's input), reusing the normalised policies of the objects
+// that did not change (see policy.Memo). Not safe for concurrent use.
+type Builder struct {
+	Options
+	memo policy.Memo
+}
+
+// Build is the package's Build with the Builder's options.
+func (b *Builder) Build(objects []source.Object, decoded diag.List) (*engine.Engine, diag.List, error) {
+	opts := b.Options
 	if !opts.SkipInvalid {
-		return build(objects, decoded, opts)
+		return b.build(objects, decoded)
 	}
 	findings := append(diag.List(nil), decoded...)
 	skip := map[string]bool{}
 	addInvalid(skip, findings)
 	for {
-		e, diags, err := build(without(objects, skip), nil, opts)
+		e, diags, err := b.build(without(objects, skip), nil)
 		if err == nil {
 			return e, append(findings, diags...), nil
 		}
@@ -74,11 +88,12 @@ func without(objects []source.Object, skip map[string]bool) []source.Object {
 	return kept
 }
 
-func build(objects []source.Object, decoded diag.List, opts Options) (*engine.Engine, diag.List, error) {
+func (b *Builder) build(objects []source.Object, decoded diag.List) (*engine.Engine, diag.List, error) {
+	opts := b.Options
 	diags := append(diag.List(nil), decoded...)
 	cluster, more := state.Build(objects, state.Options{ReplicaCap: opts.ReplicaCap})
 	diags = append(diags, more...)
-	set, more := policy.Normalize(cluster.Policies)
+	set, more := b.memo.Normalize(cluster.Policies)
 	diags = append(diags, more...)
 	if err := diags.Err(); err != nil {
 		return nil, diags, err

@@ -114,6 +114,9 @@ type Policy struct {
 	// Isolates says, for the NetworkPolicy tier, which directions this
 	// policy isolates its subject pods in (policyTypes after defaulting).
 	Isolates [2]bool
+	// Audit and Staged come from the netpol.io annotations (annotations.go).
+	Audit  Audit
+	Staged bool
 }
 
 // Rule is one ingress or egress rule.

@@ -42,34 +42,49 @@ const baselineAdminPriority = 1 << 30
 // Normalize validates and normalises every policy object. Objects with errors
 // are left out of the Set; the caller decides whether errors are fatal.
 func Normalize(objects []source.Object) (*Set, diag.List) {
+	return new(Memo).Normalize(objects)
+}
+
+// Memo normalises like Normalize and remembers the outcome per object, so
+// that the next call redoes only the objects that changed: the agent
+// normalises the whole cluster on every change, and 10,000 unchanged
+// NetworkPolicies should cost a map look-up each. An object is unchanged
+// when its Value is the same pointer (sources decode a changed object into
+// a new value and never write to one they handed out). The zero Memo is
+// ready to use; a Memo keeps only the objects of its last call.
+type Memo struct {
+	last map[any]normalized
+}
+
+// normalized is one object's outcome: its policy (nil when it had errors or
+// is not a policy) and its findings.
+type normalized struct {
+	p     *Policy
+	diags diag.List
+}
+
+// Normalize is the package's Normalize, reusing what earlier calls found.
+func (m *Memo) Normalize(objects []source.Object) (*Set, diag.List) {
 	var diags diag.List
 	set := &Set{}
 	seen := map[Ref]diag.Origin{}
+	next := make(map[any]normalized, len(m.last))
 	for _, o := range objects {
-		n := &normalizer{obj: o, r: o.Reporter(&diags), unknown: o.Unknown}
-		before := len(diags.Errors())
-		var p *Policy
-		switch v := o.Value.(type) {
-		case *networkingv1.NetworkPolicy:
-			p = n.networkPolicy(v)
-		case *v1alpha1.AdminNetworkPolicy:
-			p = n.adminNetworkPolicy(v)
-		case *kep.AdminNetworkPolicy:
-			p = n.kepAdminNetworkPolicy(v)
-		case *v1alpha1.BaselineAdminNetworkPolicy:
-			p = n.baselineAdminNetworkPolicy(v)
-		case *kep.BaselineAdminNetworkPolicy:
-			p = n.kepBaselineAdminNetworkPolicy(v)
-		case *v1alpha2.ClusterNetworkPolicy:
-			p = n.clusterNetworkPolicy(v)
-		default:
+		if !isPolicy(o.Value) {
 			continue
 		}
-		if p == nil || len(diags.Errors()) > before {
+		out, ok := m.last[o.Value]
+		if !ok {
+			out = normalizeObject(o)
+		}
+		next[o.Value] = out
+		diags = append(diags, out.diags...)
+		p := out.p
+		if p == nil {
 			continue
 		}
 		if first, dup := seen[p.Ref]; dup {
-			n.r.Errorf("metadata.name", "declared twice (first at %s)", first)
+			o.Reporter(&diags).Errorf("metadata.name", "declared twice (first at %s)", first)
 			continue
 		}
 		seen[p.Ref] = o.Origin
@@ -82,10 +97,47 @@ func Normalize(objects []source.Object) (*Set, diag.List) {
 			set.Baseline = append(set.Baseline, p)
 		}
 	}
+	m.last = next
 	sortTier(set.Admin)
 	sortTier(set.NetworkPolicies)
 	sortTier(set.Baseline)
 	return set, diags
+}
+
+// isPolicy reports whether v is one of the policy types (all pointers, so
+// they can key Memo's map).
+func isPolicy(v any) bool {
+	switch v.(type) {
+	case *networkingv1.NetworkPolicy, *v1alpha1.AdminNetworkPolicy, *kep.AdminNetworkPolicy,
+		*v1alpha1.BaselineAdminNetworkPolicy, *kep.BaselineAdminNetworkPolicy, *v1alpha2.ClusterNetworkPolicy:
+		return true
+	}
+	return false
+}
+
+// normalizeObject normalises one policy object.
+func normalizeObject(o source.Object) (out normalized) {
+	n := &normalizer{obj: o, r: o.Reporter(&out.diags), unknown: o.Unknown}
+	var p *Policy
+	switch v := o.Value.(type) {
+	case *networkingv1.NetworkPolicy:
+		p = n.networkPolicy(v)
+	case *v1alpha1.AdminNetworkPolicy:
+		p = n.adminNetworkPolicy(v)
+	case *kep.AdminNetworkPolicy:
+		p = n.kepAdminNetworkPolicy(v)
+	case *v1alpha1.BaselineAdminNetworkPolicy:
+		p = n.baselineAdminNetworkPolicy(v)
+	case *kep.BaselineAdminNetworkPolicy:
+		p = n.kepBaselineAdminNetworkPolicy(v)
+	case *v1alpha2.ClusterNetworkPolicy:
+		p = n.clusterNetworkPolicy(v)
+	}
+	if p != nil && len(out.diags.Errors()) == 0 {
+		n.annotations(p)
+		out.p = p
+	}
+	return out
 }
 
 // kindRank puts AdminNetworkPolicy before ClusterNetworkPolicy at equal

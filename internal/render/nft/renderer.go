@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/netpol/netpol/internal/compile"
+	"github.com/netpol/netpol/internal/dataplane"
 )
 
 // TableName is the inet table netpol owns.
@@ -20,7 +21,21 @@ const TableName = "netpol"
 type Renderer struct {
 	nft        knftables.Interface
 	programmed *ruleset // nil until the first successful Sync
+	builder    builder
+	elements   ElementWriter
 }
+
+// ElementWriter writes set and map elements in one kernel transaction
+// without the nft binary (dataplane.Elements).
+type ElementWriter interface {
+	Write([]dataplane.Element) error
+}
+
+// WriteElementsWith has the renderer send element changes (a pod starting,
+// stopping or changing labels: the common change) through w instead of nft,
+// which takes hundreds of milliseconds to read a large table before it adds
+// one element; chains and sets still go through nft (see plan).
+func (r *Renderer) WriteElementsWith(w ElementWriter) { r.elements = w }
 
 // New returns a renderer over nft, which must be bound to family inet and
 // table TableName (knftables.New(knftables.InetFamily, nft.TableName)).
@@ -33,43 +48,94 @@ type Stats struct {
 	Operations int `json:"operations"`
 	Chains     int `json:"chains"`   // chains written (added or replaced)
 	Elements   int `json:"elements"` // set and map elements added or deleted
+	// Netlink: the element changes went to the kernel through the
+	// ElementWriter, and nft ran only for chains and sets, if at all.
+	Netlink bool `json:"netlink,omitempty"`
 }
 
 // Plan returns the transaction that would bring the kernel to ir, without
 // running it. The first plan of a renderer reconciles with what the kernel
 // holds (netpol's table after a restart), so it reads the kernel.
 func (r *Renderer) Plan(ctx context.Context, ir *compile.IR) (*knftables.Transaction, Stats, error) {
-	want := build(ir)
-	tx := r.nft.NewTransaction()
-	var st Stats
+	p, err := r.plan(ctx, r.builder.build(ir))
+	return p.tx, p.st, err
+}
+
+// plan is the way from what is programmed to what is wanted, twice: as
+// one transaction (tx: all or nothing, for nft alone), and, after the first
+// sync, in three phases for an element writer: adds (new sets, new and
+// rewritten chains) through nft, then every element change in one netlink
+// batch, then removals (chains and sets nothing refers to any more) through
+// nft. Traffic sees the change in one step either way: the additions are
+// not referenced until the element batch points pods at them, and the
+// removals are no longer referenced after it. The phases keep element
+// commands out of nft, which reads every element of the table before it
+// runs one.
+type plan struct {
+	tx             *knftables.Transaction
+	adds, removals *knftables.Transaction // nil on a first sync
+	elements       []elementOp
+	st             Stats
+}
+
+func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
+	p := plan{tx: r.nft.NewTransaction()}
 	if r.programmed == nil {
-		if err := r.reconcile(ctx, tx, want, &st); err != nil {
-			return nil, st, err
+		if err := r.reconcile(ctx, p.tx, want, &p.st); err != nil {
+			return p, err
 		}
 	} else {
-		diff(tx, r.programmed, want, &st)
+		p.adds, p.removals = r.nft.NewTransaction(), r.nft.NewTransaction()
+		p.elements = diff(p.tx, p.adds, p.removals, r.programmed, want, &p.st)
 	}
-	st.Operations = tx.NumOperations()
-	return tx, st, nil
+	p.st.Operations = p.tx.NumOperations()
+	return p, nil
 }
 
 // Sync brings the kernel to ir in one transaction: all of it or nothing.
 func (r *Renderer) Sync(ctx context.Context, ir *compile.IR) (Stats, error) {
-	want := build(ir)
-	tx, st, err := r.Plan(ctx, ir)
+	want := r.builder.build(ir)
+	p, err := r.plan(ctx, want)
 	if err != nil {
-		return st, err
+		return p.st, err
 	}
-	if tx.NumOperations() > 0 {
-		if err := r.nft.Run(ctx, tx); err != nil {
+	if p.st.Operations > 0 {
+		if err := r.run(ctx, &p); err != nil {
 			// The kernel is unchanged; forget what we thought it held so
 			// the next Sync reconciles from what is really there.
 			r.programmed = nil
-			return st, fmt.Errorf("nftables transaction (%d operations): %w", st.Operations, err)
+			return p.st, fmt.Errorf("nftables transaction (%d operations): %w", p.st.Operations, err)
 		}
 	}
 	r.programmed = want
-	return st, nil
+	return p.st, nil
+}
+
+// run applies a plan: in phases when there is an element writer and the
+// plan changes elements, else as one nft transaction. When a later phase
+// fails the earlier ones stay applied; the caller forgets what it
+// programmed, and the next sync reconciles.
+func (r *Renderer) run(ctx context.Context, p *plan) error {
+	if r.elements == nil || p.adds == nil || len(p.elements) == 0 {
+		return r.nft.Run(ctx, p.tx)
+	}
+	els, ok := kernelElements(p.elements)
+	if !ok {
+		return r.nft.Run(ctx, p.tx)
+	}
+	p.st.Netlink = true
+	if p.adds.NumOperations() > 0 {
+		if err := r.nft.Run(ctx, p.adds); err != nil {
+			return err
+		}
+	}
+	if err := r.elements.Write(els); err != nil {
+		return fmt.Errorf("set elements over netlink: %w", err)
+	}
+	if p.removals.NumOperations() > 0 {
+		return r.nft.Run(ctx, p.removals)
+	}
+	return nil
 }
 
 // Size counts what a ruleset holds.
@@ -224,18 +290,30 @@ func addElements(tx *knftables.Transaction, cs map[string]*container, isMap bool
 	}
 }
 
-// diff writes the transaction from have to want. Order matters within the
-// transaction: new sets and chains exist before anything refers to them, and
-// old ones are deleted after the last reference is gone.
-func diff(tx *knftables.Transaction, have, want *ruleset, st *Stats) {
+// diff writes the transaction from have to want into tx, and the same
+// operations split into adds and removals, returning the element changes
+// (which are in tx too). Order matters within tx: new sets and chains exist
+// before anything refers to them, and old ones are deleted after the last
+// reference is gone.
+func diff(tx, adds, removals *knftables.Transaction, have, want *ruleset, st *Stats) []elementOp {
+	var none Stats // the phases count nothing: tx does
 	for _, name := range sortedKeys(want.sets) {
 		if _, ok := have.sets[name]; !ok {
 			addContainer(tx, name, want.sets[name], false)
+			addContainer(adds, name, want.sets[name], false)
 		}
 	}
 	for _, name := range sortedKeys(want.chains) {
 		if _, ok := have.chains[name]; !ok {
 			tx.Add(&knftables.Chain{Name: name})
+			adds.Add(&knftables.Chain{Name: name})
+		}
+	}
+	// The staged maps come and go (audit.go); the others always exist.
+	for _, name := range sortedKeys(want.maps) {
+		if _, ok := have.maps[name]; !ok {
+			addContainer(tx, name, want.maps[name], true)
+			addContainer(adds, name, want.maps[name], true)
 		}
 	}
 	for _, name := range sortedKeys(want.chains) {
@@ -245,49 +323,78 @@ func diff(tx *knftables.Transaction, have, want *ruleset, st *Stats) {
 		}
 		if ok {
 			tx.Flush(&knftables.Chain{Name: name})
+			adds.Flush(&knftables.Chain{Name: name})
 		}
 		writeChain(tx, name, want.chains[name], st)
+		writeChain(adds, name, want.chains[name], &none)
 	}
-	diffElements(tx, have.maps, want.maps, true, st)
-	diffElements(tx, have.sets, want.sets, false, st)
+	var ops []elementOp
+	ops = diffElements(ops, tx, have.maps, want.maps, true, st)
+	ops = diffElements(ops, tx, have.sets, want.sets, false, st)
 	for _, name := range sortedKeys(have.chains) {
 		if _, ok := want.chains[name]; !ok {
 			tx.Flush(&knftables.Chain{Name: name})
+			removals.Flush(&knftables.Chain{Name: name})
 		}
 	}
 	for _, name := range sortedKeys(have.chains) {
 		if _, ok := want.chains[name]; !ok {
 			tx.Delete(&knftables.Chain{Name: name})
+			removals.Delete(&knftables.Chain{Name: name})
 		}
 	}
 	for _, name := range sortedKeys(have.sets) {
 		if _, ok := want.sets[name]; !ok {
 			tx.Delete(&knftables.Set{Name: name})
+			removals.Delete(&knftables.Set{Name: name})
 		}
 	}
+	for _, name := range sortedKeys(have.maps) {
+		if _, ok := want.maps[name]; !ok {
+			tx.Delete(&knftables.Map{Name: name})
+			removals.Delete(&knftables.Map{Name: name})
+		}
+	}
+	return ops
 }
 
-// diffElements adds and deletes elements of the sets or maps present in both.
-// A map element whose value changed is replaced (deleted, then added).
-func diffElements(tx *knftables.Transaction, have, want map[string]*container, isMap bool, st *Stats) {
+// diffElements adds and deletes elements of the sets or maps of want, and
+// appends the same operations to ops. A map element whose value changed is
+// replaced (deleted, then added). Only the changed keys are sorted: a pass
+// that moves one pod must not sort every element of the table.
+func diffElements(ops []elementOp, tx *knftables.Transaction, have, want map[string]*container, isMap bool, st *Stats) []elementOp {
 	for _, name := range sortedKeys(want) {
 		old := have[name]
+		if old == want[name] {
+			continue // the same container: built once, never modified
+		}
 		if old == nil {
 			old = &container{}
 		}
-		for _, key := range sortedKeys(old.elements) {
-			if v, ok := want[name].elements[key]; !ok || v != old.elements[key] {
-				tx.Delete(element(name, isMap, key, old.elements[key]))
-				st.Elements++
+		var gone, added []string
+		for key, v := range old.elements {
+			if w, ok := want[name].elements[key]; !ok || w != v {
+				gone = append(gone, key)
 			}
 		}
-		for _, key := range sortedKeys(want[name].elements) {
-			if v, ok := old.elements[key]; !ok || v != want[name].elements[key] {
-				tx.Add(element(name, isMap, key, want[name].elements[key]))
-				st.Elements++
+		for key, v := range want[name].elements {
+			if o, ok := old.elements[key]; !ok || o != v {
+				added = append(added, key)
 			}
 		}
+		slices.Sort(gone)
+		slices.Sort(added)
+		for _, key := range gone {
+			tx.Delete(element(name, isMap, key, old.elements[key]))
+			ops = append(ops, elementOp{set: name, c: old, delete: true, key: key, value: old.elements[key]})
+		}
+		for _, key := range added {
+			tx.Add(element(name, isMap, key, want[name].elements[key]))
+			ops = append(ops, elementOp{set: name, c: want[name], key: key, value: want[name].elements[key]})
+		}
+		st.Elements += len(gone) + len(added)
 	}
+	return ops
 }
 
 func writeChain(tx *knftables.Transaction, name string, rules []rule, st *Stats) {

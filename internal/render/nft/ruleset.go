@@ -23,6 +23,7 @@ package nft
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/netpol/netpol/internal/compile"
@@ -63,8 +64,34 @@ func newRuleset() *ruleset {
 	return &ruleset{chains: map[string][]rule{}, sets: map[string]*container{}, maps: map[string]*container{}}
 }
 
-// build computes the ruleset of an IR.
-func build(ir *compile.IR) *ruleset {
+// builder computes rulesets and remembers the sets and chains of the last
+// one, so that the next ruleset reuses the containers of the sets whose
+// members did not change (diff skips them by identity) and the chains of the
+// tables it already had (a table's name is a hash of its rules). A pass
+// that moves one pod among 77k set elements then formats a handful of
+// elements, not all of them.
+type builder struct {
+	sets      map[string]builtSet
+	endpoints map[string]builtEndpoints
+	tables    map[string]map[string][]rule // IR table name -> its chains (log chains too)
+}
+
+type builtSet struct {
+	prefixes []netip.Prefix
+	v4, v6   *container
+}
+
+type builtEndpoints struct {
+	elements []compile.Endpoint
+	v4, v6   *container
+}
+
+// build computes the ruleset of an IR with a builder of its own.
+func build(ir *compile.IR) *ruleset { return new(builder).build(ir) }
+
+// build computes the ruleset of an IR. Containers are never modified after
+// build returns: rulesets share them.
+func (b *builder) build(ir *compile.IR) *ruleset {
 	rs := newRuleset()
 	rs.chains[chainEgress] = []rule{{text: "ip saddr vmap @egress-4"}, {text: "ip6 saddr vmap @egress-6"}}
 	rs.chains[chainIngress] = []rule{{text: "ip daddr vmap @ingress-4"}, {text: "ip6 daddr vmap @ingress-6"}}
@@ -85,7 +112,13 @@ func build(ir *compile.IR) *ruleset {
 			}
 		}
 	}
+	sets := make(map[string]builtSet, len(ir.Sets))
 	for _, s := range ir.Sets {
+		if old, ok := b.sets[s.Name]; ok && slices.Equal(old.prefixes, s.Prefixes) {
+			rs.sets[s.Name+"-4"], rs.sets[s.Name+"-6"] = old.v4, old.v6
+			sets[s.Name] = old
+			continue
+		}
 		v4 := &container{typ: "ipv4_addr", interval: true, elements: map[string]string{}, comment: s.Key}
 		v6 := &container{typ: "ipv6_addr", interval: true, elements: map[string]string{}, comment: s.Key}
 		for _, p := range s.Prefixes {
@@ -96,8 +129,15 @@ func build(ir *compile.IR) *ruleset {
 			c.elements[prefixString(p)] = ""
 		}
 		rs.sets[s.Name+"-4"], rs.sets[s.Name+"-6"] = v4, v6
+		sets[s.Name] = builtSet{s.Prefixes, v4, v6}
 	}
+	endpoints := make(map[string]builtEndpoints, len(ir.EndpointSets))
 	for _, s := range ir.EndpointSets {
+		if old, ok := b.endpoints[s.Name]; ok && slices.Equal(old.elements, s.Elements) {
+			rs.sets[s.Name+"-4"], rs.sets[s.Name+"-6"] = old.v4, old.v6
+			endpoints[s.Name] = old
+			continue
+		}
 		v4 := &container{typ: "ipv4_addr . inet_proto . inet_service", elements: map[string]string{}, comment: s.Key}
 		v6 := &container{typ: "ipv6_addr . inet_proto . inet_service", elements: map[string]string{}, comment: s.Key}
 		for _, e := range s.Elements {
@@ -108,17 +148,29 @@ func build(ir *compile.IR) *ruleset {
 			c.elements[e.IP.String()+" . "+protoName(e.Port.Proto)+" . "+fmt.Sprint(e.Port.Num)] = ""
 		}
 		rs.sets[s.Name+"-4"], rs.sets[s.Name+"-6"] = v4, v6
+		endpoints[s.Name] = builtEndpoints{s.Elements, v4, v6}
 	}
+	tables := make(map[string]map[string][]rule, len(ir.Tables))
 	for _, t := range ir.Tables {
-		tableChains(rs, t)
+		chains, ok := b.tables[t.Name]
+		if !ok {
+			chains = tableChains(t)
+		}
+		tables[t.Name] = chains
+		for name, c := range chains {
+			rs.chains[name] = c
+		}
 	}
+	stagedMaps(rs, ir)
+	b.sets, b.endpoints, b.tables = sets, endpoints, tables
 	return rs
 }
 
-// tableChains writes the chain(s) of one IR table. When an admin rule
-// passes, what follows the admin tier goes to a second chain that the pass
-// jumps to.
-func tableChains(rs *ruleset, t *compile.Table) {
+// tableChains returns the chains of one IR table: its own, and the log
+// chains its audited rules go to. When an admin rule passes, what follows
+// the admin tier goes to a second chain that the pass jumps to.
+func tableChains(t *compile.Table) map[string][]rule {
+	chains := map[string][]rule{}
 	name, rest := t.Name, t.Name
 	for _, r := range t.Rules {
 		if r.Action == compile.Pass {
@@ -131,32 +183,30 @@ func tableChains(rs *ruleset, t *compile.Table) {
 		if r.Tier != policy.TierAdmin {
 			chain = rest
 		}
-		rs.chains[chain] = append(rs.chains[chain], ruleTexts(t.Dir, r, rest)...)
+		chains[chain] = append(chains[chain], ruleTexts(t.Dir, r, ruleVerdict(chains, t, r, rest))...)
 	}
 	if rest != name {
-		rs.chains[name] = append(rs.chains[name], rule{text: "goto " + rest})
+		chains[name] = append(chains[name], rule{text: "goto " + rest})
 	}
-	if _, ok := rs.chains[rest]; !ok {
-		rs.chains[rest] = nil // an empty chain is a valid jump target
+	if _, ok := chains[rest]; !ok {
+		chains[rest] = nil // an empty chain is a valid jump target
 	}
-	if t.Default == compile.Drop {
+	if t.Default == compile.Drop && (!t.LogOnly || t.DefaultAudit != nil) {
 		var refs []string
 		for _, r := range t.IsolatedBy {
 			refs = append(refs, r.String())
 		}
-		rs.chains[rest] = append(rs.chains[rest], rule{text: "drop", comment: "isolated by " + strings.Join(refs, ", ")})
+		verdict := "drop"
+		if t.LogOnly {
+			verdict = "return"
+		}
+		chains[rest] = append(chains[rest], rule{text: logVerdict(chains, t.DefaultAudit, verdict), comment: "isolated by " + strings.Join(refs, ", ")})
 	}
+	return chains
 }
 
 // ruleTexts renders one IR rule, once per address family that it needs.
-func ruleTexts(dir policy.Direction, r compile.Rule, rest string) []rule {
-	verdict := "return"
-	switch r.Action {
-	case compile.Drop:
-		verdict = "drop"
-	case compile.Pass:
-		verdict = "goto " + rest
-	}
+func ruleTexts(dir policy.Direction, r compile.Rule, verdict string) []rule {
 	comment := r.From.String()
 	addr := "saddr"
 	if dir == policy.Egress {

@@ -179,16 +179,17 @@ func (r *renderer) rules(subject *state.Pod, dir policy.Direction, ar engine.App
 			if r.groups[group] == nil {
 				r.groups[group] = &Group{Name: group, Description: "remote group: " + peer.Key}
 			}
-			for _, p := range peer.Pods {
+			members := peer.Pods()
+			for _, p := range members {
 				r.join(p.Key(), group)
 			}
-			remotes = append(remotes, remote{group: group, pods: peer.Pods})
+			remotes = append(remotes, remote{group: group, pods: members})
 		case policy.PeerIPBlock:
 			for _, p := range compile.Subtract(peer.Block.CIDR, peer.Block.Except) {
 				remotes = append(remotes, remote{prefix: p.String()})
 			}
 		case policy.PeerNodes:
-			for _, n := range peer.Nodes {
+			for _, n := range peer.Nodes() {
 				for _, ip := range n.IPs {
 					remotes = append(remotes, remote{prefix: netip.PrefixFrom(ip, ip.BitLen()).String()})
 				}

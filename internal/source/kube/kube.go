@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -162,6 +163,7 @@ type mirror struct {
 	opts    source.Options
 	mu      sync.Mutex
 	objects map[string]decoded
+	keys    []string // of objects, sorted: a snapshot never sorts 20k keys
 	version uint64
 }
 
@@ -218,6 +220,10 @@ func (m *mirror) set(obj runtime.Object, tm metav1.TypeMeta) bool {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, ok := m.objects[key]; !ok {
+		i, _ := slices.BinarySearch(m.keys, key)
+		m.keys = slices.Insert(m.keys, i, key)
+	}
 	m.objects[key] = d
 	m.version++
 	return true
@@ -231,9 +237,13 @@ func (m *mirror) remove(obj any, kind string) {
 	if err != nil {
 		return
 	}
+	key := kind + "/" + acc.GetNamespace() + "/" + acc.GetName()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.objects, kind+"/"+acc.GetNamespace()+"/"+acc.GetName())
+	if i, found := slices.BinarySearch(m.keys, key); found {
+		m.keys = slices.Delete(m.keys, i, i+1)
+	}
+	delete(m.objects, key)
 	m.version++
 }
 
@@ -243,14 +253,9 @@ func (m *mirror) remove(obj any, kind string) {
 func (m *mirror) snapshot() ([]source.Object, diag.List, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	keys := make([]string, 0, len(m.objects))
-	for k := range m.objects {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var objs []source.Object
+	objs := make([]source.Object, 0, len(m.keys))
 	var diags diag.List
-	for _, k := range keys {
+	for _, k := range m.keys {
 		objs = append(objs, m.objects[k].objs...)
 		diags = append(diags, m.objects[k].diags...)
 	}

@@ -1,0 +1,282 @@
+package dataplane
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/netpol/netpol/internal/l4"
+)
+
+// Element is one element of a set or map in netpol's nftables table, in one
+// of the three shapes the renderer uses:
+//
+//   - an address set (flags interval): Prefix;
+//   - an endpoint set (ip . inet_proto . inet_service): Prefix (a single
+//     address), Proto and Port;
+//   - a verdict map (ip : verdict): Prefix (a single address) and Jump.
+type Element struct {
+	Set    string
+	Delete bool // delete instead of add
+	// Interval: the set has flags interval, so the element is the range
+	// of Prefix (a start element and an end element in the kernel).
+	Interval bool
+	Prefix   netip.Prefix
+	Proto    l4.Protocol // endpoint sets
+	Port     uint16      // endpoint sets
+	Jump     string      // verdict maps: the chain to jump to
+}
+
+// Elements writes set and map elements of one nftables table straight over
+// netlink, in one batch that the kernel applies as a single transaction: all
+// of it or nothing. It exists for speed: nft 1.0.6 reads every element of
+// every set before it runs any element command (150-250 ms on a node with
+// 77k elements), while a pod joining a selector is a few elements.
+//
+// It speaks the same wire format as nft, element for element: a range in an
+// interval set is its first address and, flagged as an interval end, the
+// address after its last (none when the range ends at the last address), so
+// nft and Elements can add and delete each other's elements.
+type Elements struct {
+	Family byte   // unix.NFPROTO_INET for an inet table
+	Table  string // the table's name
+}
+
+// Netlink constants of nf_tables (linux/netfilter/nf_tables.h,
+// linux/netfilter/nfnetlink.h) that x/sys/unix does not name.
+const (
+	nfnlSubsysNftables = 10
+	nfnlMsgBatchBegin  = 0x10
+	nfnlMsgBatchEnd    = 0x11
+	nftMsgNewSetElem   = 12
+	nftMsgDelSetElem   = 14
+
+	nftaSetElemListTable    = 1
+	nftaSetElemListSet      = 2
+	nftaSetElemListElements = 3
+	nftaListElem            = 1
+	nftaSetElemKey          = 1
+	nftaSetElemData         = 2
+	nftaSetElemFlags        = 3
+	nftaDataValue           = 1
+	nftaDataVerdict         = 2
+	nftaVerdictCode         = 1
+	nftaVerdictChain        = 2
+
+	nftSetElemIntervalEnd = 1
+	nftJump               = 0xfffffffd // NFT_JUMP, -3 as a 32-bit value
+	nlaFNested            = 0x8000
+)
+
+// ipProto is the IP protocol number of each protocol policy knows.
+var ipProto = map[l4.Protocol]byte{l4.TCP: unix.IPPROTO_TCP, l4.UDP: unix.IPPROTO_UDP, l4.SCTP: unix.IPPROTO_SCTP}
+
+// Write applies elems in one transaction, in order. On error the kernel is
+// unchanged.
+func (w Elements) Write(elems []Element) error {
+	if len(elems) == 0 {
+		return nil
+	}
+	var b batch
+	b.message(nfnlMsgBatchBegin, unix.NLM_F_REQUEST, unix.AF_UNSPEC, nfnlSubsysNftables, nil)
+	// Consecutive elements of one set and kind share a message, as nft
+	// sends them.
+	for i := 0; i < len(elems); {
+		j := i + 1
+		for j < len(elems) && elems[j].Set == elems[i].Set && elems[j].Delete == elems[i].Delete {
+			j++
+		}
+		msg, err := w.elementsMessage(elems[i:j])
+		if err != nil {
+			return err
+		}
+		typ, flags := uint16(nftMsgNewSetElem), uint16(unix.NLM_F_REQUEST|unix.NLM_F_CREATE|unix.NLM_F_ACK)
+		if elems[i].Delete {
+			typ, flags = nftMsgDelSetElem, unix.NLM_F_REQUEST|unix.NLM_F_ACK
+		}
+		b.message(nfnlSubsysNftables<<8|typ, flags, w.Family, 0, msg)
+		i = j
+	}
+	b.message(nfnlMsgBatchEnd, unix.NLM_F_REQUEST, unix.AF_UNSPEC, nfnlSubsysNftables, nil)
+	return b.send()
+}
+
+// elementsMessage encodes the attributes of one NEWSETELEM/DELSETELEM
+// message: the table, the set and its elements.
+func (w Elements) elementsMessage(elems []Element) ([]byte, error) {
+	var list attrs
+	for _, e := range elems {
+		encoded, err := encodeElement(e)
+		if err != nil {
+			return nil, fmt.Errorf("set %s: %w", e.Set, err)
+		}
+		for _, el := range encoded {
+			list.nested(nftaListElem, el)
+		}
+	}
+	var a attrs
+	a.str(nftaSetElemListTable, w.Table)
+	a.str(nftaSetElemListSet, elems[0].Set)
+	a.nested(nftaSetElemListElements, list)
+	return a, nil
+}
+
+// encodeElement returns the kernel elements of e: one, or two for a range
+// in an interval set.
+func encodeElement(e Element) ([]attrs, error) {
+	if !e.Prefix.IsValid() {
+		return nil, fmt.Errorf("element without an address")
+	}
+	addr := e.Prefix.Masked().Addr()
+	switch {
+	case e.Interval:
+		first := elementAttrs(addr.AsSlice(), 0, "")
+		next, ok := lastAddr(e.Prefix).Next(), true
+		if !next.IsValid() {
+			ok = false // the range ends at the last address: no end element
+		}
+		if !ok {
+			return []attrs{first}, nil
+		}
+		return []attrs{first, elementAttrs(next.AsSlice(), nftSetElemIntervalEnd, "")}, nil
+	case e.Prefix.Bits() != addr.BitLen():
+		return nil, fmt.Errorf("%s: only interval sets hold ranges", e.Prefix)
+	case e.Jump != "":
+		return []attrs{elementAttrs(addr.AsSlice(), 0, e.Jump)}, nil
+	case e.Proto != 0:
+		// Concatenations put each field in its own 32-bit register: the
+		// protocol byte and the port (network order) are zero-padded.
+		proto, ok := ipProto[e.Proto]
+		if !ok {
+			return nil, fmt.Errorf("%s: unknown protocol %v", e.Prefix, e.Proto)
+		}
+		key := append(addr.AsSlice(), proto, 0, 0, 0)
+		key = binary.BigEndian.AppendUint16(key, e.Port)
+		key = append(key, 0, 0)
+		return []attrs{elementAttrs(key, 0, "")}, nil
+	}
+	return []attrs{elementAttrs(addr.AsSlice(), 0, "")}, nil
+}
+
+func elementAttrs(key []byte, flags uint32, jump string) attrs {
+	var el, k attrs
+	k.bytes(nftaDataValue, key)
+	el.nested(nftaSetElemKey, k)
+	if jump != "" {
+		var verdict, data attrs
+		verdict.u32(nftaVerdictCode, nftJump)
+		verdict.str(nftaVerdictChain, jump)
+		data.nested(nftaDataVerdict, verdict)
+		el.nested(nftaSetElemData, data)
+	}
+	if flags != 0 {
+		el.u32(nftaSetElemFlags, flags)
+	}
+	return el
+}
+
+// lastAddr is the last address of p.
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}
+
+// attrs is a run of netlink attributes.
+type attrs []byte
+
+func (a *attrs) put(typ uint16, payload []byte) {
+	*a = binary.NativeEndian.AppendUint16(*a, uint16(unix.SizeofNlAttr+len(payload)))
+	*a = binary.NativeEndian.AppendUint16(*a, typ)
+	*a = append(*a, payload...)
+	for len(*a)%unix.NLA_ALIGNTO != 0 {
+		*a = append(*a, 0)
+	}
+}
+
+func (a *attrs) str(typ uint16, s string)       { a.put(typ, append([]byte(s), 0)) }
+func (a *attrs) bytes(typ uint16, b []byte)     { a.put(typ, b) }
+func (a *attrs) nested(typ uint16, inner attrs) { a.put(typ|nlaFNested, inner) }
+
+// u32 puts a big-endian 32-bit value, as nf_tables attributes are.
+func (a *attrs) u32(typ uint16, v uint32) { a.put(typ, binary.BigEndian.AppendUint32(nil, v)) }
+
+// batch is a run of netlink messages sent in one sendmsg.
+type batch struct {
+	buf  []byte
+	acks int // messages that ask for an acknowledgement
+	seq  uint32
+}
+
+func (b *batch) message(typ, flags uint16, family byte, resID uint16, payload []byte) {
+	b.seq++
+	length := unix.SizeofNlMsghdr + 4 + len(payload)
+	b.buf = binary.NativeEndian.AppendUint32(b.buf, uint32(length))
+	b.buf = binary.NativeEndian.AppendUint16(b.buf, typ)
+	b.buf = binary.NativeEndian.AppendUint16(b.buf, flags)
+	b.buf = binary.NativeEndian.AppendUint32(b.buf, b.seq)
+	b.buf = binary.NativeEndian.AppendUint32(b.buf, 0)
+	// nfgenmsg: family, version, resource id (big endian).
+	b.buf = append(b.buf, family, 0)
+	b.buf = binary.BigEndian.AppendUint16(b.buf, resID)
+	b.buf = append(b.buf, payload...)
+	if flags&unix.NLM_F_ACK != 0 {
+		b.acks++
+	}
+}
+
+// ackTimeout bounds the wait for the kernel's answers; it answers in
+// microseconds, so hitting it means something is badly wrong.
+const ackTimeout = 10 * time.Second
+
+// send sends the batch on a new socket of the calling thread's network
+// namespace and waits for an answer to every message that asked for one.
+// The kernel answers a failed batch with the errors of the messages that
+// failed, and applies none of it.
+func (b *batch) send() error {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
+	if err != nil {
+		return fmt.Errorf("netlink socket: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return fmt.Errorf("netlink bind: %w", err)
+	}
+	tv := unix.NsecToTimeval(ackTimeout.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return fmt.Errorf("netlink receive timeout: %w", err)
+	}
+	if err := unix.Sendto(fd, b.buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return fmt.Errorf("netlink send: %w", err)
+	}
+	buf := make([]byte, 1<<16)
+	for answered := 0; answered < b.acks; {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil {
+			return fmt.Errorf("netlink receive (%d of %d answers): %w", answered, b.acks, err)
+		}
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			return fmt.Errorf("netlink answer: %w", err)
+		}
+		for _, m := range msgs {
+			if m.Header.Type != unix.NLMSG_ERROR || len(m.Data) < 4 {
+				continue
+			}
+			answered++
+			// The kernel has run the whole batch before it answers, so
+			// the first error is the outcome: nothing was applied.
+			if errno := -int32(binary.NativeEndian.Uint32(m.Data)); errno != 0 {
+				return fmt.Errorf("nftables element batch, message %d: %w", m.Header.Seq, syscall.Errno(errno))
+			}
+		}
+	}
+	return nil
+}

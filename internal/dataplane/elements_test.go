@@ -1,0 +1,179 @@
+package dataplane_test
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+	"sigs.k8s.io/knftables"
+
+	"github.com/netpol/netpol/internal/dataplane"
+	"github.com/netpol/netpol/internal/l4"
+)
+
+// TestLabElements writes elements over netlink into sets that nft made and
+// filled, and reads them back with nft: both must agree on every element,
+// including the ones the other wrote (the agent programs with both).
+func TestLabElements(t *testing.T) {
+	inNewNetns(t, func(nf knftables.Interface) {
+		ctx := context.Background()
+		tx := nf.NewTransaction()
+		tx.Add(&knftables.Table{})
+		tx.Add(&knftables.Set{Name: "a4", Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.IntervalFlag}})
+		tx.Add(&knftables.Set{Name: "a6", Type: "ipv6_addr", Flags: []knftables.SetFlag{knftables.IntervalFlag}})
+		tx.Add(&knftables.Set{Name: "e4", Type: "ipv4_addr . inet_proto . inet_service"})
+		tx.Add(&knftables.Map{Name: "m4", Type: "ipv4_addr : verdict"})
+		tx.Add(&knftables.Chain{Name: "c"})
+		tx.Add(&knftables.Chain{Name: "d"})
+		tx.Add(&knftables.Element{Set: "a4", Key: []string{"198.18.0.1"}})
+		tx.Add(&knftables.Element{Set: "a4", Key: []string{"198.18.0.2"}})
+		tx.Add(&knftables.Element{Set: "a6", Key: []string{"fd00::1"}})
+		tx.Add(&knftables.Element{Set: "e4", Key: []string{"198.18.0.1", "tcp", "80"}})
+		tx.Add(&knftables.Element{Map: "m4", Key: []string{"198.18.0.1"}, Value: []string{"jump c"}})
+		if err := nf.Run(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+		w := dataplane.Elements{Family: unix.NFPROTO_INET, Table: "netpol"}
+		err := w.Write([]dataplane.Element{
+			{Set: "a4", Delete: true, Interval: true, Prefix: pfx("198.18.0.2/32")}, // nft's
+			{Set: "a4", Interval: true, Prefix: pfx("198.18.0.3/32")},
+			{Set: "a4", Interval: true, Prefix: pfx("198.18.1.0/24")},
+			{Set: "a4", Interval: true, Prefix: pfx("255.255.255.255/32")}, // no end element
+			{Set: "a6", Delete: true, Interval: true, Prefix: pfx("fd00::1/128")},
+			{Set: "a6", Interval: true, Prefix: pfx("fd00:1::/64")},
+			{Set: "e4", Proto: l4.UDP, Port: 53, Prefix: pfx("198.18.0.1/32")},
+			{Set: "e4", Proto: l4.SCTP, Port: 9000, Prefix: pfx("198.18.0.2/32")},
+			{Set: "m4", Delete: true, Prefix: pfx("198.18.0.1/32"), Jump: "c"},
+			{Set: "m4", Prefix: pfx("198.18.0.1/32"), Jump: "d"},
+			{Set: "m4", Prefix: pfx("198.18.0.2/32"), Jump: "c"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string][]string{
+			"a4": {"198.18.0.1", "198.18.0.3", "198.18.1.0/24", "255.255.255.255"},
+			"a6": {"fd00:1::/64"},
+			"e4": {"198.18.0.1 . tcp . 80", "198.18.0.1 . udp . 53", "198.18.0.2 . sctp . 9000"},
+			"m4": {"198.18.0.1 : jump d", "198.18.0.2 : jump c"},
+		}
+		expectElements(t, nf, want)
+
+		// nft deletes what netlink added.
+		tx = nf.NewTransaction()
+		tx.Delete(&knftables.Element{Set: "a4", Key: []string{"198.18.0.3"}})
+		tx.Delete(&knftables.Element{Set: "a6", Key: []string{"fd00:1::/64"}})
+		tx.Delete(&knftables.Element{Set: "e4", Key: []string{"198.18.0.2", "sctp", "9000"}})
+		if err := nf.Run(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+		want["a4"] = []string{"198.18.0.1", "198.18.1.0/24", "255.255.255.255"}
+		want["a6"] = nil
+		want["e4"] = []string{"198.18.0.1 . tcp . 80", "198.18.0.1 . udp . 53"}
+		expectElements(t, nf, want)
+
+		// All or nothing: a batch with one bad message changes nothing.
+		err = w.Write([]dataplane.Element{
+			{Set: "a4", Interval: true, Prefix: pfx("198.18.9.9/32")},
+			{Set: "missing", Interval: true, Prefix: pfx("198.18.9.10/32")},
+		})
+		if err == nil || !strings.Contains(err.Error(), "no such file or directory") {
+			t.Fatalf("write into a missing set: got %v, want ENOENT", err)
+		}
+		expectElements(t, nf, want)
+
+		// Adding an element that is there is not an error (nft's "add").
+		if err := w.Write([]dataplane.Element{{Set: "a4", Interval: true, Prefix: pfx("198.18.0.1/32")}}); err != nil {
+			t.Fatalf("adding an existing element: %v", err)
+		}
+		expectElements(t, nf, want)
+	})
+}
+
+func TestElementsRejectsShapesTheKernelCannotHold(t *testing.T) {
+	w := dataplane.Elements{Family: unix.NFPROTO_INET, Table: "netpol"}
+	for _, tc := range []struct {
+		name string
+		el   dataplane.Element
+		want string
+	}{
+		{"no address", dataplane.Element{Set: "s"}, "set s: element without an address"},
+		{"range outside an interval set", dataplane.Element{Set: "s", Prefix: pfx("198.18.0.0/24")}, "set s: 198.18.0.0/24: only interval sets hold ranges"},
+		{"unknown protocol", dataplane.Element{Set: "s", Prefix: pfx("198.18.0.1/32"), Proto: 9, Port: 1}, "set s: 198.18.0.1/32: unknown protocol"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := w.Write([]dataplane.Element{tc.el})
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+func expectElements(t *testing.T, nf knftables.Interface, want map[string][]string) {
+	t.Helper()
+	for name, w := range want {
+		typ := "set"
+		if strings.HasPrefix(name, "m") {
+			typ = "map"
+		}
+		els, err := nf.ListElements(context.Background(), typ, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range els {
+			s := strings.Join(e.Key, " . ")
+			if len(e.Value) > 0 {
+				s += " : " + strings.Join(e.Value, " ")
+			}
+			got = append(got, s)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, w) {
+			t.Errorf("%s %s holds %q, want %q", typ, name, got, w)
+		}
+	}
+}
+
+// inNewNetns runs fn on a thread moved into a new, unnamed network
+// namespace: nft and the netlink sockets of fn inherit it, and it vanishes
+// when the thread leaves it.
+func inNewNetns(t *testing.T, fn func(knftables.Interface)) {
+	if os.Geteuid() != 0 || exec.Command("nft", "--version").Run() != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root and nft (CI=true: failing, not skipping)")
+		}
+		t.Skip("needs root and nft")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	ns, err := netns.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := netns.Set(orig); err != nil {
+			panic("cannot restore the network namespace: " + err.Error())
+		}
+		ns.Close()
+	}()
+	nf, err := knftables.New(knftables.InetFamily, "netpol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn(nf)
+}

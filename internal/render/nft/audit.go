@@ -1,0 +1,93 @@
+package nft
+
+import (
+	"fmt"
+
+	"github.com/netpol/netpol/internal/compile"
+)
+
+// Audit in the kernel. A rule whose decision is logged does not end in its
+// verdict but in "goto log-<id>", a chain of two rules shared by every table
+// that logs the same decision:
+//
+//	log-<id>: limit rate 50/second burst 100 packets log prefix "np:<id>:" group 100
+//	          drop                  (or return: allow, would-deny, would-allow)
+//
+// The limit guards the log alone: past it the first rule does not match and
+// the verdict still applies. Only new connections reach a table chain
+// (established and related traffic is accepted first), so a log line is a
+// connection, not a packet.
+//
+// Staged policies decide in log-only tables (compile.Table.LogOnly), reached
+// through the maps staged-ingress-4/-6 and staged-egress-4/-6 before the
+// enforced tables: every rule of them returns, so they log and never decide.
+// The maps exist only while some local pod has a log-only table.
+
+// LogGroup is the netfilter log group (NFLOG) that audited decisions go to;
+// the agent reads it (package dataplane/nflog).
+const LogGroup = 100
+
+// Kernel rate limit of each logged decision.
+const logLimit = "limit rate 50/second burst 100 packets"
+
+// ruleVerdict is the verdict statement of rule r of table t.
+func ruleVerdict(chains map[string][]rule, t *compile.Table, r compile.Rule, rest string) string {
+	if r.Action == compile.Pass {
+		return "goto " + rest
+	}
+	verdict := "return"
+	if r.Action == compile.Drop && !t.LogOnly {
+		verdict = "drop"
+	}
+	return logVerdict(chains, r.Audit, verdict)
+}
+
+// logVerdict returns verdict, or when a is set the goto to a's log chain
+// (added to chains on first use) that logs and then applies verdict.
+func logVerdict(chains map[string][]rule, a *compile.Audit, verdict string) string {
+	if a == nil {
+		return verdict
+	}
+	name := "log-" + a.ID
+	if _, ok := chains[name]; !ok {
+		chains[name] = []rule{
+			{text: fmt.Sprintf("%s log prefix %q group %d", logLimit, a.LogPrefix(), LogGroup), comment: string(a.Verdict)},
+			{text: verdict},
+		}
+	}
+	return "goto " + name
+}
+
+// stagedMaps adds the verdict maps of the log-only tables and the rules
+// that look them up, ahead of the enforced lookup.
+func stagedMaps(rs *ruleset, ir *compile.IR) {
+	staged := false
+	for _, p := range ir.Pods {
+		staged = staged || p.StagedIngress != "" || p.StagedEgress != ""
+	}
+	if !staged {
+		return
+	}
+	rs.chains[chainEgress] = append([]rule{{text: "ip saddr vmap @staged-egress-4"}, {text: "ip6 saddr vmap @staged-egress-6"}}, rs.chains[chainEgress]...)
+	rs.chains[chainIngress] = append([]rule{{text: "ip daddr vmap @staged-ingress-4"}, {text: "ip6 daddr vmap @staged-ingress-6"}}, rs.chains[chainIngress]...)
+	for _, fam := range []string{"4", "6"} {
+		typ := "ipv4_addr : verdict"
+		if fam == "6" {
+			typ = "ipv6_addr : verdict"
+		}
+		for _, dir := range []string{"ingress", "egress"} {
+			rs.maps["staged-"+dir+"-"+fam] = &container{typ: typ, elements: map[string]string{}}
+		}
+	}
+	for _, p := range ir.Pods {
+		for _, ip := range p.IPs {
+			fam := family(ip)
+			if p.StagedIngress != "" {
+				rs.maps["staged-ingress-"+fam].elements[ip.String()] = "jump " + p.StagedIngress
+			}
+			if p.StagedEgress != "" {
+				rs.maps["staged-egress-"+fam].elements[ip.String()] = "jump " + p.StagedEgress
+			}
+		}
+	}
+}
