@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -29,9 +30,15 @@ type inputFlags struct {
 }
 
 func (f *inputFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringSliceVarP(&f.files, "filename", "f", nil, "manifests to read: files, directories (recursive) or - for stdin; repeatable")
+	f.registerCluster(cmd, "read a live cluster through this kubeconfig (without -f, the usual kubeconfig is used: $KUBECONFIG, ~/.kube/config or in-cluster)")
+}
+
+// registerCluster registers every input flag but -f; kubeconfigHelp says
+// what --kubeconfig does for this command.
+func (f *inputFlags) registerCluster(cmd *cobra.Command, kubeconfigHelp string) {
 	fl := cmd.Flags()
-	fl.StringSliceVarP(&f.files, "filename", "f", nil, "manifests to read: files, directories (recursive) or - for stdin; repeatable")
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "read a live cluster through this kubeconfig (without -f, the usual kubeconfig is used: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", kubeconfigHelp)
 	fl.StringVar(&f.context, "context", "", "the kubeconfig context of the live cluster")
 	fl.StringVar(&f.anpShape, "anp-shape", "auto", "AdminNetworkPolicy/BaselineAdminNetworkPolicy peer shape: auto, v0.1.7 (released: namespaces is a label selector) or kep (KEP-2091/v0.1.1: namespaces has namespaceSelector, sameLabels, notSameLabels, related)")
 	fl.BoolVar(&f.legacy, "legacy-namespace-isolation", false, "evaluate ingress as the v1beta1 proposal did: the namespace annotation net.beta.kubernetes.io/network-policy {\"ingress\":{\"isolation\":\"DefaultDeny\"}} isolates its pods, and NetworkPolicies isolate nothing for ingress elsewhere")
@@ -59,22 +66,45 @@ func (f *inputFlags) build(cmd *cobra.Command) (*engine.Engine, diag.List, error
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
+	if len(f.files) > 0 && (f.kubeconfig != "" || f.context != "") {
+		return nil, nil, usageError{fmt.Errorf("read either manifests (-f) or a cluster (--kubeconfig/--context), not both")}
+	}
+	e, diags, err := f.buildFrom(cmd, shape, f.files)
+	var none noCluster
+	if errors.As(err, &none) {
+		return nil, nil, usageError{fmt.Errorf("no input: give manifests with -f FILE|DIR|- or a cluster with --kubeconfig/--context (%v)", none.error)}
+	}
+	return e, diags, err
+}
+
+// noCluster is a kubeconfig that could not be found or read: each command
+// says which input it wanted instead.
+type noCluster struct{ error }
+
+// loadFrom reads the manifests at paths or, when paths is empty, the
+// cluster of --kubeconfig/--context; warnings go to stderr.
+func (f *inputFlags) loadFrom(cmd *cobra.Command, shape source.ANPShape, paths []string) (*engine.Engine, error) {
+	e, diags, err := f.buildFrom(cmd, shape, paths)
+	f.warn(cmd.ErrOrStderr(), diags)
+	return e, err
+}
+
+// buildFrom is loadFrom without printing the warnings.
+func (f *inputFlags) buildFrom(cmd *cobra.Command, shape source.ANPShape, paths []string) (*engine.Engine, diag.List, error) {
 	start := time.Now()
 	var objects []source.Object
 	var decoded diag.List
-	switch {
-	case len(f.files) > 0 && (f.kubeconfig != "" || f.context != ""):
-		return nil, nil, usageError{fmt.Errorf("read either manifests (-f) or a cluster (--kubeconfig/--context), not both")}
-	case len(f.files) > 0:
+	var err error
+	if len(paths) > 0 {
 		dec := &source.Decoder{Options: source.Options{ANPShape: shape}}
-		if objects, err = dec.Load(f.files, cmd.InOrStdin()); err != nil {
+		if objects, err = dec.Load(paths, cmd.InOrStdin()); err != nil {
 			return nil, nil, err
 		}
 		decoded = dec.Diags
-	default:
+	} else {
 		cfg, err := restConfig(f.kubeconfig, f.context)
 		if err != nil {
-			return nil, nil, usageError{fmt.Errorf("no input: give manifests with -f FILE|DIR|- or a cluster with --kubeconfig/--context (%v)", err)}
+			return nil, nil, noCluster{err}
 		}
 		if objects, decoded, err = kube.List(cmd.Context(), cfg, source.Options{ANPShape: shape}); err != nil {
 			return nil, nil, fmt.Errorf("reading the cluster at %s: %w", cfg.Host, err)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/graph"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/state"
 )
@@ -37,11 +38,17 @@ distinct behaviours stay fast.
 Policies annotated netpol.io/staged: "true" are not enforced. With --staged,
 each cell also shows the verdict once they are: '!' allowed now but the
 staged policies would deny, '+' denied now but they would allow (JSON and
-CSV gain a "staged" verdict per cell).`,
+CSV gain a "staged" verdict per cell).
+
+-o dot and -o svg draw the enforced verdicts as a graph: namespaces as
+boxes, each class of pods (within a namespace) as one node, an arrow where
+the class may connect to another, labelled with the ports. SVG is rendered
+by netpol itself (no Graphviz needed); DOT is for Graphviz (dot -Tpng).`,
 		Example: `  netpol matrix -f examples/tenants
   netpol matrix -f examples/tenants --ports 80/tcp,53/udp -o csv
   netpol matrix -f cluster/ -n blue-web -n blue-db -l app=api -o json
-  netpol matrix -f cluster/ --staged`,
+  netpol matrix -f cluster/ --staged
+  netpol matrix -f examples/tenants -o svg > tenants.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var portList []l4.Port
@@ -72,6 +79,13 @@ CSV gain a "staged" verdict per cell).`,
 			if len(pods) == 0 || len(portList) == 0 {
 				return fmt.Errorf("nothing to decide: %d pods, %d ports (declare containerPorts or pass --ports)", len(pods), len(portList))
 			}
+			w := cmd.OutOrStdout()
+			switch output {
+			case "dot":
+				return graph.WriteDOT(w, matrixGraph(e, pods, portList))
+			case "svg":
+				return writeSVG(cmd, matrixGraph(e, pods, portList))
+			}
 			mm := matrices{enforced: e.Matrix(pods, pods, portList)}
 			if staged {
 				mm.staged = mm.enforced
@@ -79,7 +93,6 @@ CSV gain a "staged" verdict per cell).`,
 					mm.staged = se.Matrix(pods, pods, portList)
 				}
 			}
-			w := cmd.OutOrStdout()
 			switch output {
 			case "json":
 				return writeJSON(w, matrixCells(mm))
@@ -98,7 +111,7 @@ CSV gain a "staged" verdict per cell).`,
 	cmd.Flags().StringSliceVarP(&namespaces, "namespace", "n", nil, "only pods in these namespaces; repeatable")
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only pods whose labels match this selector, e.g. app=web,tier!=db")
 	cmd.Flags().BoolVar(&staged, "staged", false, "also decide with the policies annotated netpol.io/staged enforced, and mark the cells that differ")
-	outputFlag(cmd, &output, "text", "json", "csv", "md")
+	outputFlag(cmd, &output, "text", "json", "csv", "md", "dot", "svg")
 	return cmd
 }
 

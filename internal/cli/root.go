@@ -23,6 +23,11 @@ const (
 // usageError is a bad flag or argument: exit 2.
 type usageError struct{ error }
 
+// troubleError is a failure to run, for a command whose exit 1 is a result
+// (diff: "there are changes"): exit 2, as diff(1) does, so a CI gate never
+// mistakes an unreachable cluster for a change.
+type troubleError struct{ error }
+
 // errSilent fails the command (exit 1) without printing: the command's
 // output already said why.
 type errSilent struct{ error }
@@ -48,6 +53,7 @@ func MainAs(name string, args []string, stdin io.Reader, stdout, stderr io.Write
 	var input diag.InputError
 	var usage usageError
 	var silent errSilent
+	var trouble troubleError
 	switch {
 	case errors.As(err, &silent):
 		return exitFailure
@@ -56,6 +62,9 @@ func MainAs(name string, args []string, stdin io.Reader, stdout, stderr io.Write
 		return exitInput
 	case errors.As(err, &usage):
 		fmt.Fprintf(stderr, "error: %v\nRun '%s --help' for usage.\n", usage.error, root.DisplayName())
+		return exitInput
+	case errors.As(err, &trouble):
+		fmt.Fprintf(stderr, "error: %v\n", trouble.error)
 		return exitInput
 	}
 	fmt.Fprintf(stderr, "error: %v\n", err)
@@ -97,7 +106,7 @@ Installed on the PATH as kubectl-netpol, it is a kubectl plugin:
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newExplain(), newMatrix(), newLint(), newCompile(), newAgent(), newLab(), newTest(), newVersion())
+	root.AddCommand(newExplain(), newMatrix(), newDiff(), newLint(), newCompile(), newAgent(), newLab(), newTest(), newVersion())
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
 }

@@ -94,6 +94,19 @@ func primary(p *state.Pod) netip.Addr {
 	return p.IPs[0]
 }
 
+// Classes groups pods that every verdict treats alike, as a source and as a
+// destination: class[i] is the class of pods[i], numbered from 0 in order of
+// first appearance. Front ends that summarise many pods (graphs, diffs) decide
+// one member per class instead of every pod.
+func (e *Engine) Classes(pods []*state.Pod) []int {
+	withNodes := false
+	for _, p := range pods {
+		withNodes = withNodes || p.HostNetwork
+	}
+	class, _ := e.classes(pods, withNodes)
+	return class
+}
+
 // classes assigns each pod a class and returns up to two members of each.
 func (e *Engine) classes(pods []*state.Pod, withNodes bool) (class []int, reps [][2]*state.Pod) {
 	class = make([]int, len(pods))

@@ -5,20 +5,17 @@ import (
 	"github.com/netpol/netpol/internal/state"
 )
 
-// Classes groups pods that no selector, IP block, named port or node tells
-// apart: a verdict about one member, as source or as destination, holds for
-// every other member (a pod talking to itself aside). Analyses that ask
-// about every pair of pods ask about one pair of members per pair of classes.
-// Classes are in order of their first member in pods.
-func (e *Engine) Classes(pods []*state.Pod) [][]*state.Pod {
-	withNodes := false
-	for _, p := range pods {
-		withNodes = withNodes || p.HostNetwork
-	}
-	class, reps := e.classes(pods, withNodes)
-	out := make([][]*state.Pod, len(reps))
-	for i, p := range pods {
-		out[class[i]] = append(out[class[i]], p)
+// ClassMembers is Classes as lists of pods: the members of each class, in
+// order of their first member in pods. A verdict about one member, as source
+// or as destination, holds for every other member (a pod talking to itself
+// aside).
+func (e *Engine) ClassMembers(pods []*state.Pod) [][]*state.Pod {
+	var out [][]*state.Pod
+	for i, c := range e.Classes(pods) {
+		if c == len(out) {
+			out = append(out, nil)
+		}
+		out[c] = append(out[c], pods[i])
 	}
 	return out
 }

@@ -66,7 +66,7 @@ func newSpace(e *engine.Engine) *space {
 			pods = append(pods, p)
 		}
 	}
-	s := &space{e: e, classes: e.Classes(pods), classOf: make([]int, len(c.Pods))}
+	s := &space{e: e, classes: e.ClassMembers(pods), classOf: make([]int, len(c.Pods))}
 	for i := range s.classOf {
 		s.classOf[i] = -1
 	}
