@@ -290,30 +290,42 @@ func addElements(tx *knftables.Transaction, cs map[string]*container, isMap bool
 	}
 }
 
+// ops receives transaction operations: a *knftables.Transaction, or both
+// (fanning out to several).
+type ops interface {
+	Add(knftables.Object)
+	Flush(knftables.Object)
+	Delete(knftables.Object)
+}
+
+// both writes every operation to the whole transaction and to one phase.
+type both [2]*knftables.Transaction
+
+func (b both) Add(o knftables.Object)    { b[0].Add(o); b[1].Add(o) }
+func (b both) Flush(o knftables.Object)  { b[0].Flush(o); b[1].Flush(o) }
+func (b both) Delete(o knftables.Object) { b[0].Delete(o); b[1].Delete(o) }
+
 // diff writes the transaction from have to want into tx, and the same
 // operations split into adds and removals, returning the element changes
 // (which are in tx too). Order matters within tx: new sets and chains exist
 // before anything refers to them, and old ones are deleted after the last
 // reference is gone.
 func diff(tx, adds, removals *knftables.Transaction, have, want *ruleset, st *Stats) []elementOp {
-	var none Stats // the phases count nothing: tx does
+	toAdds, toRemovals := both{tx, adds}, both{tx, removals}
 	for _, name := range sortedKeys(want.sets) {
 		if _, ok := have.sets[name]; !ok {
-			addContainer(tx, name, want.sets[name], false)
-			addContainer(adds, name, want.sets[name], false)
+			addContainer(toAdds, name, want.sets[name], false)
 		}
 	}
 	for _, name := range sortedKeys(want.chains) {
 		if _, ok := have.chains[name]; !ok {
-			tx.Add(&knftables.Chain{Name: name})
-			adds.Add(&knftables.Chain{Name: name})
+			toAdds.Add(&knftables.Chain{Name: name})
 		}
 	}
 	// The staged maps come and go (audit.go); the others always exist.
 	for _, name := range sortedKeys(want.maps) {
 		if _, ok := have.maps[name]; !ok {
-			addContainer(tx, name, want.maps[name], true)
-			addContainer(adds, name, want.maps[name], true)
+			addContainer(toAdds, name, want.maps[name], true)
 		}
 	}
 	for _, name := range sortedKeys(want.chains) {
@@ -322,40 +334,34 @@ func diff(tx, adds, removals *knftables.Transaction, have, want *ruleset, st *St
 			continue
 		}
 		if ok {
-			tx.Flush(&knftables.Chain{Name: name})
-			adds.Flush(&knftables.Chain{Name: name})
+			toAdds.Flush(&knftables.Chain{Name: name})
 		}
-		writeChain(tx, name, want.chains[name], st)
-		writeChain(adds, name, want.chains[name], &none)
+		writeChain(toAdds, name, want.chains[name], st)
 	}
-	var ops []elementOp
-	ops = diffElements(ops, tx, have.maps, want.maps, true, st)
-	ops = diffElements(ops, tx, have.sets, want.sets, false, st)
+	var elements []elementOp
+	elements = diffElements(elements, tx, have.maps, want.maps, true, st)
+	elements = diffElements(elements, tx, have.sets, want.sets, false, st)
 	for _, name := range sortedKeys(have.chains) {
 		if _, ok := want.chains[name]; !ok {
-			tx.Flush(&knftables.Chain{Name: name})
-			removals.Flush(&knftables.Chain{Name: name})
+			toRemovals.Flush(&knftables.Chain{Name: name})
 		}
 	}
 	for _, name := range sortedKeys(have.chains) {
 		if _, ok := want.chains[name]; !ok {
-			tx.Delete(&knftables.Chain{Name: name})
-			removals.Delete(&knftables.Chain{Name: name})
+			toRemovals.Delete(&knftables.Chain{Name: name})
 		}
 	}
 	for _, name := range sortedKeys(have.sets) {
 		if _, ok := want.sets[name]; !ok {
-			tx.Delete(&knftables.Set{Name: name})
-			removals.Delete(&knftables.Set{Name: name})
+			toRemovals.Delete(&knftables.Set{Name: name})
 		}
 	}
 	for _, name := range sortedKeys(have.maps) {
 		if _, ok := want.maps[name]; !ok {
-			tx.Delete(&knftables.Map{Name: name})
-			removals.Delete(&knftables.Map{Name: name})
+			toRemovals.Delete(&knftables.Map{Name: name})
 		}
 	}
-	return ops
+	return elements
 }
 
 // diffElements adds and deletes elements of the sets or maps of want, and
@@ -397,7 +403,7 @@ func diffElements(ops []elementOp, tx *knftables.Transaction, have, want map[str
 	return ops
 }
 
-func writeChain(tx *knftables.Transaction, name string, rules []rule, st *Stats) {
+func writeChain(tx ops, name string, rules []rule, st *Stats) {
 	st.Chains++
 	for _, r := range rules {
 		kr := &knftables.Rule{Chain: name, Rule: r.text}
@@ -408,7 +414,7 @@ func writeChain(tx *knftables.Transaction, name string, rules []rule, st *Stats)
 	}
 }
 
-func addContainer(tx *knftables.Transaction, name string, c *container, isMap bool) {
+func addContainer(tx ops, name string, c *container, isMap bool) {
 	var flags []knftables.SetFlag
 	if c.interval {
 		flags = append(flags, knftables.IntervalFlag)
