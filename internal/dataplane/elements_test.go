@@ -3,19 +3,16 @@ package dataplane_test
 import (
 	"context"
 	"net/netip"
-	"os"
-	"os/exec"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/knftables"
 
 	"github.com/netpol/netpol/internal/dataplane"
 	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/netnstest"
 )
 
 // TestLabElements writes elements over netlink into sets that nft made and
@@ -144,36 +141,13 @@ func expectElements(t *testing.T, nf knftables.Interface, want map[string][]stri
 	}
 }
 
-// inNewNetns runs fn on a thread moved into a new, unnamed network
-// namespace: nft and the netlink sockets of fn inherit it, and it vanishes
-// when the thread leaves it.
+// inNewNetns runs fn with nftables in a network namespace of its own.
 func inNewNetns(t *testing.T, fn func(knftables.Interface)) {
-	if os.Geteuid() != 0 || exec.Command("nft", "--version").Run() != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root and nft (CI=true: failing, not skipping)")
+	netnstest.Run(t, func() {
+		nf, err := knftables.New(knftables.InetFamily, "netpol")
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Skip("needs root and nft")
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	ns, err := netns.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := netns.Set(orig); err != nil {
-			panic("cannot restore the network namespace: " + err.Error())
-		}
-		ns.Close()
-	}()
-	nf, err := knftables.New(knftables.InetFamily, "netpol")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn(nf)
+		fn(nf)
+	})
 }

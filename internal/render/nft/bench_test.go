@@ -2,17 +2,16 @@ package nft_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"runtime"
 	"sync"
 	"testing"
 
-	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
 
 	"github.com/netpol/netpol/internal/compile"
+	"github.com/netpol/netpol/internal/dataplane"
+	"github.com/netpol/netpol/internal/netnstest"
 	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/source"
@@ -113,12 +112,6 @@ func BenchmarkPlan(b *testing.B) {
 // network namespace of its own: nft parses them and the kernel commits them
 // atomically. Needs root and nft.
 func BenchmarkKernelSync(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root")
-	}
-	if _, err := exec.LookPath("nft"); err != nil {
-		b.Skip("needs nft")
-	}
 	full, relabelled := benchIRs(b)
 	ctx := context.Background()
 	b.Run("full-sync", func(b *testing.B) {
@@ -141,63 +134,58 @@ func BenchmarkKernelSync(b *testing.B) {
 			report(b, tx, st)
 		})
 	})
-	b.Run("relabel", func(b *testing.B) {
-		inNewNetns(b, func(nf knftables.Interface) {
-			r := nft.New(nf)
-			if _, err := r.Sync(ctx, full); err != nil {
-				b.Fatal(err)
-			}
-			var st nft.Stats
-			// Back and forth: every sync is one relabel.
-			next := []*compile.IR{relabelled, full}
-			i := 0
-			for b.Loop() {
-				var err error
-				if st, err = r.Sync(ctx, next[i%2]); err != nil {
+	// One relabel through nft alone, then through the element writer, as
+	// the agent sends it.
+	for _, path := range []struct {
+		name    string
+		netlink bool
+	}{{"relabel", false}, {"relabel-netlink", true}} {
+		b.Run(path.name, func(b *testing.B) {
+			inNewNetns(b, func(nf knftables.Interface) {
+				r := nft.New(nf)
+				if path.netlink {
+					r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
+				}
+				if _, err := r.Sync(ctx, full); err != nil {
 					b.Fatal(err)
 				}
-				i++
-			}
-			b.ReportMetric(float64(st.Operations), "ops/tx")
-			b.ReportMetric(float64(st.Elements), "elements/tx")
-			b.ReportMetric(float64(st.Chains), "chains/tx")
+				var st nft.Stats
+				// Back and forth: every sync is one relabel.
+				next := []*compile.IR{relabelled, full}
+				i := 0
+				for b.Loop() {
+					var err error
+					if st, err = r.Sync(ctx, next[i%2]); err != nil {
+						b.Fatal(err)
+					}
+					i++
+				}
+				b.ReportMetric(float64(st.Operations), "ops/tx")
+				b.ReportMetric(float64(st.Elements), "elements/tx")
+				b.ReportMetric(float64(st.Chains), "chains/tx")
+			})
 		})
-	})
+	}
 }
 
-func clear(b *testing.B, nf knftables.Interface) {
+// clear deletes the table, whether or not it exists.
+func clear(tb testing.TB, nf knftables.Interface) {
+	tb.Helper()
 	tx := nf.NewTransaction()
 	tx.Add(&knftables.Table{}) // so that the delete cannot fail on an empty kernel
 	tx.Delete(&knftables.Table{})
 	if err := nf.Run(context.Background(), tx); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 }
 
-// inNewNetns runs fn on a thread moved into a new, unnamed network
-// namespace (nft is executed from that thread, so it inherits it); the
-// namespace disappears when the thread leaves it.
-func inNewNetns(b *testing.B, fn func(knftables.Interface)) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer orig.Close()
-	ns, err := netns.New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		if err := netns.Set(orig); err != nil {
-			panic("cannot restore the network namespace: " + err.Error())
+// inNewNetns runs fn with nftables in a network namespace of its own.
+func inNewNetns(tb testing.TB, fn func(knftables.Interface)) {
+	netnstest.Run(tb, func() {
+		nf, err := knftables.New(knftables.InetFamily, nft.TableName)
+		if err != nil {
+			tb.Fatal(err)
 		}
-		ns.Close()
-	}()
-	nf, err := knftables.New(knftables.InetFamily, nft.TableName)
-	if err != nil {
-		b.Fatal(err)
-	}
-	fn(nf)
+		fn(nf)
+	})
 }
