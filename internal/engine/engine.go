@@ -29,7 +29,7 @@ type Engine struct {
 	ix   *index
 
 	policies  []*compiled // every policy, in tier order
-	rules     map[*policy.Rule]compiledRule
+	rules     rulesByPolicyRule // for RuleMatches, built on first use
 	bySubject map[int32][]*compiled // subject atom -> policies
 	applies   [][]*compiled         // pod ID -> policies selecting it, in order (shared)
 	relative  bool                  // some peer selects namespaces relative to the subject
@@ -74,7 +74,7 @@ func New(c *state.Cluster, set *policy.Set, opts Options) *Engine {
 func (e *Engine) Staged() *Engine { return e.staged }
 
 func newEngine(c *state.Cluster, set *policy.Set, opts Options) *Engine {
-	e := &Engine{c: c, set: set, opts: opts, ix: newIndex(c), bySubject: map[int32][]*compiled{}, rules: map[*policy.Rule]compiledRule{}}
+	e := &Engine{c: c, set: set, opts: opts, ix: newIndex(c), bySubject: map[int32][]*compiled{}}
 	blockIDs := map[string]bool{}
 	for rank, p := range set.Policies() {
 		cp := &compiled{Policy: p, rank: rank, subject: e.ix.atomOf(p.Subject)}
@@ -96,7 +96,6 @@ func newEngine(c *state.Cluster, set *policy.Set, opts Options) *Engine {
 					cr.peers = append(cr.peers, cpe)
 				}
 				cp.rules[d] = append(cp.rules[d], cr)
-				e.rules[r] = cr
 			}
 		}
 		e.policies = append(e.policies, cp)

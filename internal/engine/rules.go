@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"sync"
+
 	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/state"
 )
@@ -20,13 +22,34 @@ func (e *Engine) ClassMembers(pods []*state.Pod) [][]*state.Pod {
 	return out
 }
 
+// rulesByPolicyRule finds the compiled form of a policy rule. Only lint
+// asks, so the agent, which builds an engine per change, never pays for it.
+type rulesByPolicyRule struct {
+	once sync.Once
+	m    map[*policy.Rule]compiledRule
+}
+
+func (r *rulesByPolicyRule) get(e *Engine) map[*policy.Rule]compiledRule {
+	r.once.Do(func() {
+		r.m = map[*policy.Rule]compiledRule{}
+		for _, p := range e.policies {
+			for _, rules := range p.rules {
+				for _, cr := range rules {
+					r.m[cr.Rule] = cr
+				}
+			}
+		}
+	})
+	return r.m
+}
+
 // RuleMatches reports whether rule r, on its own, matches f: its peers and
 // ports, as seen from the pod on r's side of the flow (the source for an
 // egress rule, the destination for an ingress rule). It does not ask whether
 // r's policy selects that pod, nor what other rules say; lint uses it to
 // compare rules with each other. A rule of another policy set matches nothing.
 func (e *Engine) RuleMatches(r *policy.Rule, f Flow) bool {
-	cr, ok := e.rules[r]
+	cr, ok := e.rules.get(e)[r]
 	if !ok {
 		return false
 	}
