@@ -45,23 +45,13 @@ func matrixGraph(e *engine.Engine, pods []*state.Pod, ports []l4.Port) *graph.Gr
 		g.Nodes[id].Pods = append(g.Nodes[id].Pods, p.Name)
 		members[id] = append(members[id], p)
 	}
-	// Representatives: each node's first member, and its second so that a
-	// node towards itself is decided between two distinct pods.
-	var reps []*state.Pod
-	first := make([]int, len(members))
-	for n, m := range members {
-		first[n] = len(reps)
-		reps = append(reps, m[:min(2, len(m))]...)
-	}
+	reps, pair := engine.Representatives(members)
 	m := e.Matrix(reps, reps, ports)
 	for a := range members {
 		for b := range members {
-			s, d := first[a], first[b]
-			if a == b {
-				if len(members[a]) < 2 {
-					continue
-				}
-				d++
+			s, d, ok := pair(a, b)
+			if !ok {
+				continue
 			}
 			var allowed []l4.Port
 			for k, p := range ports {

@@ -174,14 +174,7 @@ func Compare(old, new *engine.Engine, opts Options) *Result {
 	}
 	r.Summary.Classes = len(members)
 
-	// Up to two members of each joint class decide for it: the second for
-	// the class towards itself, since a pod towards itself says nothing.
-	var reps []int
-	first := make([]int, len(members))
-	for c, m := range members {
-		first[c] = len(reps)
-		reps = append(reps, m[:min(2, len(m))]...)
-	}
+	reps, pair := engine.Representatives(members)
 	ports := make([]l4.Port, len(segs))
 	for k, s := range segs {
 		ports[k] = l4.Port{Proto: s.Proto, Num: s.First}
@@ -199,12 +192,9 @@ func Compare(old, new *engine.Engine, opts Options) *Result {
 	groups := map[[2]string]*Group{}
 	for a := range members {
 		for b := range members {
-			s, d := first[a], first[b]
-			if a == b {
-				if len(members[a]) < 2 {
-					continue
-				}
-				d++
+			s, d, ok := pair(a, b)
+			if !ok {
+				continue
 			}
 			var gained, lost []PortRange
 			for k, seg := range segs {

@@ -28,8 +28,8 @@ type Engine struct {
 	opts Options
 	ix   *index
 
-	policies  []*compiled // every policy, in tier order
-	rules     rulesByPolicyRule // for RuleMatches, built on first use
+	policies  []*compiled           // every policy, in tier order
+	rules     rulesByPolicyRule     // for RuleMatches, built on first use
 	bySubject map[int32][]*compiled // subject atom -> policies
 	applies   [][]*compiled         // pod ID -> policies selecting it, in order (shared)
 	relative  bool                  // some peer selects namespaces relative to the subject

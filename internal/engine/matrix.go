@@ -107,6 +107,26 @@ func (e *Engine) Classes(pods []*state.Pod) []int {
 	return class
 }
 
+// Representatives returns up to two members of each group, flattened (the
+// pods to give Matrix), and pair, which names the representatives that
+// decide group a towards group b. Groups are sets that decide alike, such as
+// Classes; the second member decides a group towards itself, since a pod
+// towards itself says nothing, so pair is not ok for a group of one towards
+// itself.
+func Representatives[T any](groups [][]T) (reps []T, pair func(a, b int) (src, dst int, ok bool)) {
+	first := make([]int, len(groups))
+	for g, m := range groups {
+		first[g] = len(reps)
+		reps = append(reps, m[:min(2, len(m))]...)
+	}
+	return reps, func(a, b int) (int, int, bool) {
+		if a != b {
+			return first[a], first[b], true
+		}
+		return first[a], first[a] + 1, len(groups[a]) > 1
+	}
+}
+
 // classes assigns each pod a class and returns up to two members of each.
 func (e *Engine) classes(pods []*state.Pod, withNodes bool) (class []int, reps [][2]*state.Pod) {
 	class = make([]int, len(pods))
