@@ -68,26 +68,5 @@ func stagedMaps(rs *ruleset, ir *compile.IR) {
 	if !staged {
 		return
 	}
-	rs.chains[chainEgress] = append([]rule{{text: "ip saddr vmap @staged-egress-4"}, {text: "ip6 saddr vmap @staged-egress-6"}}, rs.chains[chainEgress]...)
-	rs.chains[chainIngress] = append([]rule{{text: "ip daddr vmap @staged-ingress-4"}, {text: "ip6 daddr vmap @staged-ingress-6"}}, rs.chains[chainIngress]...)
-	for _, fam := range []string{"4", "6"} {
-		typ := "ipv4_addr : verdict"
-		if fam == "6" {
-			typ = "ipv6_addr : verdict"
-		}
-		for _, dir := range []string{"ingress", "egress"} {
-			rs.maps["staged-"+dir+"-"+fam] = &container{typ: typ, elements: map[string]string{}}
-		}
-	}
-	for _, p := range ir.Pods {
-		for _, ip := range p.IPs {
-			fam := family(ip)
-			if p.StagedIngress != "" {
-				rs.maps["staged-ingress-"+fam].elements[ip.String()] = "jump " + p.StagedIngress
-			}
-			if p.StagedEgress != "" {
-				rs.maps["staged-egress-"+fam].elements[ip.String()] = "jump " + p.StagedEgress
-			}
-		}
-	}
+	verdictMaps(rs, ir, "staged-", func(p compile.LocalPod) (string, string) { return p.StagedIngress, p.StagedEgress })
 }

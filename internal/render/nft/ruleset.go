@@ -93,25 +93,7 @@ func build(ir *compile.IR) *ruleset { return new(builder).build(ir) }
 // build returns: rulesets share them.
 func (b *builder) build(ir *compile.IR) *ruleset {
 	rs := newRuleset()
-	rs.chains[chainEgress] = []rule{{text: "ip saddr vmap @egress-4"}, {text: "ip6 saddr vmap @egress-6"}}
-	rs.chains[chainIngress] = []rule{{text: "ip daddr vmap @ingress-4"}, {text: "ip6 daddr vmap @ingress-6"}}
-	for _, name := range []string{"egress-4", "ingress-4"} {
-		rs.maps[name] = &container{typ: "ipv4_addr : verdict", elements: map[string]string{}}
-	}
-	for _, name := range []string{"egress-6", "ingress-6"} {
-		rs.maps[name] = &container{typ: "ipv6_addr : verdict", elements: map[string]string{}}
-	}
-	for _, p := range ir.Pods {
-		for _, ip := range p.IPs {
-			fam := family(ip)
-			if p.Ingress != "" {
-				rs.maps["ingress-"+fam].elements[ip.String()] = "jump " + p.Ingress
-			}
-			if p.Egress != "" {
-				rs.maps["egress-"+fam].elements[ip.String()] = "jump " + p.Egress
-			}
-		}
-	}
+	verdictMaps(rs, ir, "", func(p compile.LocalPod) (string, string) { return p.Ingress, p.Egress })
 	sets := make(map[string]builtSet, len(ir.Sets))
 	for _, s := range ir.Sets {
 		if old, ok := b.sets[s.Name]; ok && slices.Equal(old.prefixes, s.Prefixes) {
@@ -164,6 +146,31 @@ func (b *builder) build(ir *compile.IR) *ruleset {
 	stagedMaps(rs, ir)
 	b.sets, b.endpoints, b.tables = sets, endpoints, tables
 	return rs
+}
+
+// verdictMaps adds the maps <prefix>ingress-4/-6 and <prefix>egress-4/-6
+// from each local pod's addresses to the chains that chains names for it,
+// and the rules of the ingress and egress chains that look them up, ahead
+// of the lookups already there.
+func verdictMaps(rs *ruleset, ir *compile.IR, prefix string, chains func(compile.LocalPod) (ingress, egress string)) {
+	rs.chains[chainEgress] = append([]rule{{text: "ip saddr vmap @" + prefix + "egress-4"}, {text: "ip6 saddr vmap @" + prefix + "egress-6"}}, rs.chains[chainEgress]...)
+	rs.chains[chainIngress] = append([]rule{{text: "ip daddr vmap @" + prefix + "ingress-4"}, {text: "ip6 daddr vmap @" + prefix + "ingress-6"}}, rs.chains[chainIngress]...)
+	for _, dir := range []string{"ingress-", "egress-"} {
+		rs.maps[prefix+dir+"4"] = &container{typ: "ipv4_addr : verdict", elements: map[string]string{}}
+		rs.maps[prefix+dir+"6"] = &container{typ: "ipv6_addr : verdict", elements: map[string]string{}}
+	}
+	for _, p := range ir.Pods {
+		ingress, egress := chains(p)
+		for _, ip := range p.IPs {
+			fam := family(ip)
+			if ingress != "" {
+				rs.maps[prefix+"ingress-"+fam].elements[ip.String()] = "jump " + ingress
+			}
+			if egress != "" {
+				rs.maps[prefix+"egress-"+fam].elements[ip.String()] = "jump " + egress
+			}
+		}
+	}
 }
 
 // tableChains returns the chains of one IR table: its own, and the log
