@@ -2,9 +2,7 @@ package lab_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -14,8 +12,6 @@ import (
 	"github.com/netpol/netpol/internal/audit"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/lab"
-	"github.com/netpol/netpol/internal/pipeline"
-	"github.com/netpol/netpol/internal/source"
 )
 
 // auditCluster: a client in x and one in y on node-1, a server in x on
@@ -92,33 +88,7 @@ spec:
 // decided, and the staged policy logs would-deny while its traffic passes.
 func TestLabAudit(t *testing.T) {
 	requireLab(t)
-	dec := &source.Decoder{}
-	e, _, err := pipeline.Build(dec.Decode("lab.yaml", []byte(auditCluster)), dec.Diags, pipeline.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.Plan("audit", e.Cluster())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Up(netpolBinary, []byte(auditCluster), io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	servers, err := l.Serve()
-	t.Cleanup(func() {
-		if servers != nil {
-			servers.Close()
-		}
-		if err := l.Down(); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.WaitProgrammed(context.Background(), 20*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	l := upLab(t, "audit", auditCluster)
 	pods := map[string]lab.Pod{}
 	for _, p := range l.Pods {
 		pods[p.Key] = p

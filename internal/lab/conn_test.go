@@ -56,8 +56,16 @@ spec:
 // upTwoPods builds a lab of a client and a server on two nodes.
 func upTwoPods(t *testing.T, name string) (*lab.Lab, lab.Pod, lab.Pod) {
 	t.Helper()
+	l := upLab(t, name, twoPods)
+	return l, l.Pods[0], l.Pods[1]
+}
+
+// upLab builds a lab of manifests with servers on every declared port and
+// waits until its agents have programmed; it goes down when the test ends.
+func upLab(t *testing.T, name, manifests string) *lab.Lab {
+	t.Helper()
 	dec := &source.Decoder{}
-	e, _, err := pipeline.Build(dec.Decode("lab.yaml", []byte(twoPods)), dec.Diags, pipeline.Options{})
+	e, _, err := pipeline.Build(dec.Decode("lab.yaml", []byte(manifests)), dec.Diags, pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +73,7 @@ func upTwoPods(t *testing.T, name string) (*lab.Lab, lab.Pod, lab.Pod) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Up(netpolBinary, []byte(twoPods), io.Discard); err != nil {
+	if err := l.Up(netpolBinary, []byte(manifests), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	servers, err := l.Serve()
@@ -83,7 +91,7 @@ func upTwoPods(t *testing.T, name string) (*lab.Lab, lab.Pod, lab.Pod) {
 	if err := l.WaitProgrammed(context.Background(), 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	return l, l.Pods[0], l.Pods[1]
+	return l
 }
 
 // TestLabPolicyCutsExistingConnection: an open TCP connection carries data,
