@@ -164,7 +164,7 @@ func encodeElement(e Element) ([]attrs, error) {
 
 func elementAttrs(key []byte, flags uint32, jump string) attrs {
 	var el, k attrs
-	k.bytes(nftaDataValue, key)
+	k.put(nftaDataValue, key)
 	el.nested(nftaSetElemKey, k)
 	if jump != "" {
 		var verdict, data attrs
@@ -202,7 +202,6 @@ func (a *attrs) put(typ uint16, payload []byte) {
 }
 
 func (a *attrs) str(typ uint16, s string)       { a.put(typ, append([]byte(s), 0)) }
-func (a *attrs) bytes(typ uint16, b []byte)     { a.put(typ, b) }
 func (a *attrs) nested(typ uint16, inner attrs) { a.put(typ|nlaFNested, inner) }
 
 // u32 puts a big-endian 32-bit value, as nf_tables attributes are.

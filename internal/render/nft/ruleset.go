@@ -1,9 +1,11 @@
 // Package nft renders a node's IR (package compile) into one nftables table
-// of family inet and keeps the kernel in step with it: every update is one
-// knftables transaction computed as a difference against what is programmed,
-// so a pod joining a selector is one set element, and a policy change touches
-// only the chains of the tables it changed. It imports compile and l4, and
-// knows nothing of Kubernetes or of the policy APIs.
+// of family inet and keeps the kernel in step with it: every update is a
+// difference against what is programmed, so a pod joining a selector is one
+// set element, and a policy change touches only the chains of the tables it
+// changed. Updates are one knftables transaction, or, with an element writer,
+// the same difference in three steps of which only one is visible to traffic
+// (see plan). It imports compile, l4 and dataplane, and knows nothing of
+// Kubernetes or of the policy APIs.
 //
 // Layout of the table:
 //
