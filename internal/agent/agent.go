@@ -107,6 +107,7 @@ type Agent struct {
 	unreported *outcome
 	logged     map[string]bool // the findings of the last pass, logged
 	builder    *pipeline.Builder
+	compiler   compile.Compiler
 }
 
 type outcome struct {
@@ -174,7 +175,7 @@ func (a *Agent) Pass(ctx context.Context) error {
 		a.report(ctx, diags, err)
 		return a.fail(err)
 	}
-	ir := compile.Node(e, a.cfg.Node)
+	ir := a.compiler.Node(e, a.cfg.Node)
 	compile.AddStaged(ir, e)
 	if a.cfg.AuditDenies {
 		compile.AuditDenies(ir)

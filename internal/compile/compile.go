@@ -17,8 +17,48 @@ import (
 
 // Node compiles the IR of one node: its pods that policies can select
 // (host-network pods never are).
-func Node(e *engine.Engine, node string) *IR {
-	c := &compiler{e: e, ir: &IR{Node: node}, tables: map[string]*Table{}, sets: map[string]*AddrSet{}, endpoints: map[string]*EndpointSet{}}
+func Node(e *engine.Engine, node string) *IR { return new(Compiler).Node(e, node) }
+
+// Compiler compiles the IR of a node again and again as the engine changes
+// (the agent does, on every change), and reuses the sets of the last IR
+// whose members are the same pods with the same addresses (and, for named
+// ports, the same ports): comparing a set's members is much cheaper than
+// listing their addresses and sorting them, and most sets do not change
+// when one pod or one policy does. Not safe for concurrent use.
+type Compiler struct {
+	last map[string]cachedSet // by set name
+}
+
+// cachedSet is a set of an IR with the pods it was made from.
+type cachedSet struct {
+	key       string
+	pods      []*state.Pod
+	addrs     *AddrSet
+	endpoints *EndpointSet
+}
+
+// reuse returns the set called name made from the same pods, if the last IR
+// had it, and keeps it for the next.
+func (c *compiler) reuse(name, key string, pods []*state.Pod, ports bool) (cachedSet, bool) {
+	s, ok := c.last[name]
+	if !ok || s.key != key || len(s.pods) != len(pods) {
+		return s, false
+	}
+	for i, p := range pods {
+		q := s.pods[i]
+		if p != q && (!slices.Equal(p.IPs, q.IPs) || p.HostNetwork != q.HostNetwork || ports && !slices.Equal(p.Ports, q.Ports)) {
+			return s, false
+		}
+	}
+	c.next[name] = s
+	return s, true
+}
+
+// Node compiles the IR of node.
+func (k *Compiler) Node(e *engine.Engine, node string) *IR {
+	c := &compiler{e: e, ir: &IR{Node: node}, tables: map[string]*Table{}, sets: map[string]*AddrSet{}, endpoints: map[string]*EndpointSet{},
+		last: k.last, next: map[string]cachedSet{}}
+	defer func() { k.last = c.next }()
 	for _, pod := range e.Cluster().Pods {
 		if pod.Node != node || pod.HostNetwork || len(pod.IPs) == 0 {
 			continue
@@ -50,6 +90,9 @@ type compiler struct {
 	sets      map[string]*AddrSet
 	endpoints map[string]*EndpointSet
 	auditedNP map[policy.Ref]bool // NetworkPolicies that log their denies; nil until needed
+	// last are the sets of the previous IR that may be reused, next those
+	// of this IR that may be reused by the next one.
+	last, next map[string]cachedSet
 }
 
 // table compiles one direction of pod and returns the name of its table,
@@ -162,11 +205,17 @@ func (c *compiler) addrSet(peer engine.PeerSet) string {
 	s := &AddrSet{Name: name, Key: peer.Key}
 	switch peer.Kind {
 	case policy.PeerPods:
-		for _, p := range peer.Pods() {
+		pods := peer.Pods()
+		if last, ok := c.reuse(name, peer.Key, pods, false); ok {
+			c.sets[name] = last.addrs
+			return name
+		}
+		for _, p := range pods {
 			for _, ip := range p.IPs {
 				s.Prefixes = append(s.Prefixes, netip.PrefixFrom(ip, ip.BitLen()))
 			}
 		}
+		c.next[name] = cachedSet{key: peer.Key, pods: pods, addrs: s}
 	case policy.PeerNodes:
 		for _, n := range peer.Nodes() {
 			for _, ip := range n.IPs {
@@ -192,7 +241,6 @@ func (c *compiler) endpointSet(peer engine.PeerSet, pm policy.PortMatch) string 
 	if _, ok := c.endpoints[name]; ok {
 		return name
 	}
-	s := &EndpointSet{Name: name, Key: key}
 	var pods []*state.Pod
 	switch peer.Kind {
 	case 0:
@@ -209,6 +257,12 @@ func (c *compiler) endpointSet(peer engine.PeerSet, pm policy.PortMatch) string 
 			}
 		}
 	}
+	if last, ok := c.reuse(name, key, pods, true); ok {
+		c.endpoints[name] = last.endpoints
+		return name
+	}
+	s := &EndpointSet{Name: name, Key: key}
+	c.next[name] = cachedSet{key: key, pods: pods, endpoints: s}
 	for _, p := range pods {
 		if p.HostNetwork {
 			continue

@@ -62,9 +62,9 @@ type compiledPeer struct {
 // that decides as if they were enforced too.
 func New(c *state.Cluster, set *policy.Set, opts Options) *Engine {
 	enforced := set.Enforced()
-	e := newEngine(c, enforced, opts)
+	e := newEngine(newIndex(c), enforced, opts)
 	if enforced != set {
-		e.staged = newEngine(c, set, opts)
+		e.staged = newEngine(newIndex(c), set, opts)
 	}
 	return e
 }
@@ -73,8 +73,9 @@ func New(c *state.Cluster, set *policy.Set, opts Options) *Engine {
 // nil when no policy is staged: what the cluster would do once they are.
 func (e *Engine) Staged() *Engine { return e.staged }
 
-func newEngine(c *state.Cluster, set *policy.Set, opts Options) *Engine {
-	e := &Engine{c: c, set: set, opts: opts, ix: newIndex(c), bySubject: map[int32][]*compiled{}}
+// newEngine compiles set over the atoms of ix, resolving the ones it lacks.
+func newEngine(ix *index, set *policy.Set, opts Options) *Engine {
+	e := &Engine{c: ix.c, set: set, opts: opts, ix: ix, bySubject: map[int32][]*compiled{}}
 	blockIDs := map[string]bool{}
 	for rank, p := range set.Policies() {
 		cp := &compiled{Policy: p, rank: rank, subject: e.ix.atomOf(p.Subject)}

@@ -230,15 +230,6 @@ func (ix *index) resolvePods(sc scope, sel policy.Selector) []int32 {
 			namespaces = append(namespaces, ix.c.Namespaces[n])
 		}
 	}
-	inScope := func(p *state.Pod) bool {
-		switch sc.kind {
-		case scopeName:
-			return p.Namespace.Name == sc.name
-		case scopeAtom:
-			return ix.nsHas(ix.nsIDs[p.Namespace], sc.atom)
-		}
-		return true
-	}
 	podsInScope := len(ix.c.Pods)
 	if sc.kind != scopeAny {
 		podsInScope = 0
@@ -248,7 +239,7 @@ func (ix *index) resolvePods(sc scope, sel policy.Selector) []int32 {
 	}
 	if cands, narrowed := ix.podLabels.candidates(sel.Selector, podsInScope); narrowed {
 		for _, id := range cands {
-			if p := ix.c.Pods[id]; inScope(p) {
+			if p := ix.c.Pods[id]; ix.inScope(sc, p) {
 				keep(p)
 			}
 		}
@@ -267,6 +258,16 @@ func (ix *index) resolvePods(sc scope, sel policy.Selector) []int32 {
 	}
 	slices.Sort(members)
 	return members
+}
+
+func (ix *index) inScope(sc scope, p *state.Pod) bool {
+	switch sc.kind {
+	case scopeName:
+		return p.Namespace.Name == sc.name
+	case scopeAtom:
+		return ix.nsHas(ix.nsIDs[p.Namespace], sc.atom)
+	}
+	return true
 }
 
 func (ix *index) nsHas(ns int32, atom int32) bool { return has(ix.nsMember[ns], atom) }

@@ -35,11 +35,16 @@ func Build(objects []source.Object, decoded diag.List, opts Options) (*engine.En
 }
 
 // Builder builds engine after engine over objects that change a little at a
-// time (the agent's input), reusing the normalised policies of the objects
-// that did not change (see policy.Memo). Not safe for concurrent use.
+// time (the agent's input), redoing only what the changed objects touch: the
+// snapshot replaces the pods that changed (state.Builder), the policies of
+// unchanged objects stay normalised (policy.Memo), and the engine resolves
+// selectors only for changed pods and new policies (engine.Engine.Update).
+// Not safe for concurrent use.
 type Builder struct {
 	Options
-	memo policy.Memo
+	state state.Builder
+	memo  policy.Memo
+	last  *engine.Engine // the last engine built
 }
 
 // Build is the package's Build with the Builder's options.
@@ -91,13 +96,20 @@ func without(objects []source.Object, skip map[string]bool) []source.Object {
 func (b *Builder) build(objects []source.Object, decoded diag.List) (*engine.Engine, diag.List, error) {
 	opts := b.Options
 	diags := append(diag.List(nil), decoded...)
-	cluster, more := state.Build(objects, state.Options{ReplicaCap: opts.ReplicaCap})
+	b.state.Options = state.Options{ReplicaCap: opts.ReplicaCap}
+	cluster, more := b.state.Build(objects)
 	diags = append(diags, more...)
 	set, more := b.memo.Normalize(cluster.Policies)
 	diags = append(diags, more...)
 	if err := diags.Err(); err != nil {
 		return nil, diags, err
 	}
-	e := engine.New(cluster, set, engine.Options{LegacyNamespaceIsolation: opts.LegacyNamespaceIsolation})
+	var e *engine.Engine
+	if b.last != nil {
+		e = b.last.Update(cluster, set)
+	} else {
+		e = engine.New(cluster, set, engine.Options{LegacyNamespaceIsolation: opts.LegacyNamespaceIsolation})
+	}
+	b.last = e
 	return e, append(diags, e.PriorityOverlaps()...), nil
 }

@@ -358,3 +358,12 @@ func (b *builder) placePods() {
 		}
 	}
 }
+
+// isWorkload reports whether v is a workload that stands for its pods.
+func isWorkload(v any) bool {
+	switch v.(type) {
+	case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *appsv1.DaemonSet, *batchv1.Job, *batchv1.CronJob:
+		return true
+	}
+	return false
+}

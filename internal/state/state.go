@@ -89,31 +89,52 @@ type Cluster struct {
 	// policy layer to normalise.
 	Policies []source.Object
 
+	// The look-ups hold pod IDs, not pointers: a snapshot that replaces a
+	// few pods (Builder) shares them with the one it was made from.
 	namespaces map[string]*Namespace
-	pods       map[string]*Pod
+	pods       map[string]int32
 	nodes      map[string]*Node
-	podsByIP   map[netip.Addr]*Pod
+	podsByIP   map[netip.Addr]int32
 	nodesByIP  map[netip.Addr]*Node
-	podsByNS   map[*Namespace][]*Pod
+	podsByNS   map[*Namespace]span // pods are sorted by namespace first
 }
+
+// span is the IDs [first, end) of a namespace's pods.
+type span struct{ first, end int32 }
 
 // Namespace returns the namespace called name, or nil.
 func (c *Cluster) Namespace(name string) *Namespace { return c.namespaces[name] }
 
 // Pod returns the pod "namespace/name", or nil.
-func (c *Cluster) Pod(key string) *Pod { return c.pods[key] }
+func (c *Cluster) Pod(key string) *Pod {
+	if id, ok := c.pods[key]; ok {
+		return c.Pods[id]
+	}
+	return nil
+}
 
 // Node returns the node called name, or nil.
 func (c *Cluster) Node(name string) *Node { return c.nodes[name] }
 
 // PodByIP returns the pod that owns ip (not host-network pods), or nil.
-func (c *Cluster) PodByIP(ip netip.Addr) *Pod { return c.podsByIP[ip] }
+func (c *Cluster) PodByIP(ip netip.Addr) *Pod {
+	if id, ok := c.podsByIP[ip]; ok {
+		return c.Pods[id]
+	}
+	return nil
+}
 
 // NodeByIP returns the node that owns ip, or nil.
 func (c *Cluster) NodeByIP(ip netip.Addr) *Node { return c.nodesByIP[ip] }
 
 // PodsIn returns the pods of a namespace, sorted by name.
-func (c *Cluster) PodsIn(ns *Namespace) []*Pod { return c.podsByNS[ns] }
+func (c *Cluster) PodsIn(ns *Namespace) []*Pod {
+	s, ok := c.podsByNS[ns]
+	if !ok {
+		return nil
+	}
+	return c.Pods[s.first:s.end:s.end]
+}
 
 // index fills the lookup maps after the slices are final.
 func (c *Cluster) index() {
@@ -126,16 +147,21 @@ func (c *Cluster) index() {
 		}
 		return a.Name < b.Name
 	})
-	c.pods = make(map[string]*Pod, len(c.Pods))
-	c.podsByIP = make(map[netip.Addr]*Pod, len(c.Pods))
-	c.podsByNS = make(map[*Namespace][]*Pod, len(c.Namespaces))
+	c.pods = make(map[string]int32, len(c.Pods))
+	c.podsByIP = make(map[netip.Addr]int32, len(c.Pods))
+	c.podsByNS = make(map[*Namespace]span, len(c.Namespaces))
 	for i, p := range c.Pods {
 		p.ID = int32(i)
-		c.pods[p.Key()] = p
-		c.podsByNS[p.Namespace] = append(c.podsByNS[p.Namespace], p)
+		c.pods[p.Key()] = p.ID
+		s, ok := c.podsByNS[p.Namespace]
+		if !ok {
+			s.first = p.ID
+		}
+		s.end = p.ID + 1
+		c.podsByNS[p.Namespace] = s
 		if !p.HostNetwork {
 			for _, ip := range p.IPs {
-				c.podsByIP[ip] = p
+				c.podsByIP[ip] = p.ID
 			}
 		}
 	}

@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/netpol/netpol/internal/policy"
+	"github.com/netpol/netpol/internal/state"
+)
+
+// Update returns the engine for c and set, reusing what e resolved (DESIGN
+// "Incremental") when c is e's snapshot with some pods replaced in place —
+// same IDs, same namespaces, as state.Builder makes them. Then only the
+// replaced pods are matched against the selectors, one pod against every
+// selector; the selectors of the other pods are not looked at, and only
+// selectors that e did not have (a new or changed policy's) are resolved.
+// Otherwise, or when the replaced pods are many, it is New.
+//
+// The result decides exactly as New(c, set, opts) would. It may keep
+// selectors that no policy uses any more, which can split matrix classes
+// more finely than New would; once those outnumber the used ones it is New
+// again. e itself is not changed.
+func (e *Engine) Update(c *state.Cluster, set *policy.Set) *Engine {
+	enforced := set.Enforced()
+	next, ok := e.updated(c, enforced)
+	if !ok {
+		return New(c, set, e.opts)
+	}
+	if enforced != set {
+		if e.staged == nil {
+			next.staged = newEngine(newIndex(c), set, e.opts)
+		} else if next.staged, ok = e.staged.updated(c, set); !ok {
+			next.staged = newEngine(newIndex(c), set, e.opts)
+		}
+	}
+	return next
+}
+
+// updated is the engine of set over e's atoms carried over to c, when they
+// can be.
+func (e *Engine) updated(c *state.Cluster, set *policy.Set) (*Engine, bool) {
+	ix, ok := e.ix.next(c)
+	if !ok {
+		return nil, false
+	}
+	next := newEngine(ix, set, e.opts)
+	return next, !next.garbage()
+}
+
+// garbage reports whether most of the pod atoms are used by no policy.
+func (e *Engine) garbage() bool {
+	used := make([]bool, len(e.ix.podAtoms))
+	n := 0
+	mark := func(a int32) {
+		if !used[a] {
+			used[a] = true
+			n++
+		}
+	}
+	for _, p := range e.policies {
+		mark(p.subject)
+		for _, rules := range p.rules {
+			for _, r := range rules {
+				for _, peer := range r.peers {
+					if peer.Kind == policy.PeerPods {
+						mark(peer.atom)
+					}
+				}
+			}
+		}
+	}
+	return len(used) > 2*n+1024
+}
+
+// next returns a copy of ix over c, with the pods that c replaced matched
+// again against every atom, or false when c is not ix's snapshot with some
+// pods replaced in place. ix is not changed: whatever next changes it
+// copies first.
+func (ix *index) next(c *state.Cluster) (*index, bool) {
+	old := ix.c
+	if !sameSlice(c.Namespaces, old.Namespaces) || len(c.Pods) != len(old.Pods) {
+		return nil, false
+	}
+	var changed []int32
+	for i, p := range c.Pods {
+		if p == old.Pods[i] {
+			continue
+		}
+		if q := old.Pods[i]; p.ID != q.ID || p.Namespace != q.Namespace || p.Name != q.Name {
+			return nil, false
+		}
+		changed = append(changed, int32(i))
+		if len(changed) > len(c.Pods)/8 {
+			return nil, false // resolving afresh is cheaper
+		}
+	}
+	nx := &index{
+		c:          c,
+		nsIDs:      ix.nsIDs, // namespaces are the same
+		nsLabels:   ix.nsLabels,
+		podLabels:  ix.podLabels,
+		nsAtoms:    slices.Clip(ix.nsAtoms), // appends must not write into ix's arrays
+		nsAtomIDs:  maps.Clone(ix.nsAtomIDs),
+		nsMember:   clipAll(ix.nsMember),
+		podAtoms:   slices.Clip(ix.podAtoms),
+		podAtomIDs: maps.Clone(ix.podAtomIDs),
+		podMember:  clipAll(ix.podMember),
+	}
+	if len(changed) == 0 {
+		return nx, true
+	}
+	nx.podLabels = ix.podLabels.replaced(old, c, changed)
+	nx.podAtoms = slices.Clone(ix.podAtoms)
+	for _, id := range changed {
+		p := c.Pods[id]
+		var member []int32
+		for a := range nx.podAtoms {
+			atom := &nx.podAtoms[a]
+			now := !p.HostNetwork && nx.inScope(atom.scope, p) && atom.sel.Matches(p.Labels)
+			if now {
+				member = append(member, int32(a))
+			}
+			if was := has(ix.podMember[id], int32(a)); now != was {
+				atom.members = toggled(atom.members, id, now)
+			}
+		}
+		nx.podMember[id] = member
+	}
+	return nx, true
+}
+
+// sameSlice reports whether a and b are the same slice, not only equal ones.
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// clipAll copies lists with every list clipped, so that appending to one
+// copies it instead of writing into the original's array.
+func clipAll(lists [][]int32) [][]int32 {
+	out := make([][]int32, len(lists))
+	for i, l := range lists {
+		out[i] = slices.Clip(l)
+	}
+	return out
+}
+
+// toggled returns a copy of the ascending list ids with id added (in) or
+// removed.
+func toggled(ids []int32, id int32, in bool) []int32 {
+	i, found := slices.BinarySearch(ids, id)
+	switch {
+	case in && !found:
+		out := make([]int32, 0, len(ids)+1)
+		return append(append(append(out, ids[:i]...), id), ids[i:]...)
+	case !in && found:
+		out := make([]int32, 0, len(ids)-1)
+		return append(append(out, ids[:i]...), ids[i+1:]...)
+	}
+	return ids
+}
+
+// replaced returns ix as it is for c, where the pods changed replaced those
+// of old: posting lists that change are copied, the rest shared.
+func (ix labelIndex) replaced(old, c *state.Cluster, changed []int32) labelIndex {
+	out := maps.Clone(ix)
+	copied := map[string]bool{}
+	edit := func(id int32, k, v string, in bool) {
+		if !copied[k] {
+			copied[k] = true
+			out[k] = maps.Clone(out[k])
+			if out[k] == nil {
+				out[k] = map[string][]int32{}
+			}
+		}
+		if l := toggled(out[k][v], id, in); len(l) > 0 {
+			out[k][v] = l
+		} else {
+			delete(out[k], v)
+		}
+	}
+	indexed := func(p *state.Pod) labels.Set {
+		if p.HostNetwork {
+			return nil // never selected, so never indexed
+		}
+		return p.Labels
+	}
+	for _, id := range changed {
+		was, now := indexed(old.Pods[id]), indexed(c.Pods[id])
+		for k, v := range was {
+			if nv, ok := now[k]; !ok || nv != v {
+				edit(id, k, v, false)
+			}
+		}
+		for k, v := range now {
+			if wv, ok := was[k]; !ok || wv != v {
+				edit(id, k, v, true)
+			}
+		}
+	}
+	return out
+}
