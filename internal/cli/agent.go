@@ -85,9 +85,10 @@ when it runs as a DaemonSet pod), compiles what the node's pods must enforce
 (see netpol compile) and loads it into the nftables table "inet netpol" in
 one transaction. Then it watches the source: on every change it sends only
 the difference (a pod joining a selector is one set element, sent straight
-over netlink; a changed policy adds and removes only its chains, through
-nft), and deletes the conntrack entries of connections that are now denied, so that
-existing connections are cut as well as new ones refused.
+over netlink; a changed policy adds only its new chains, through nft, and the
+chains it no longer uses are deleted by the next nft run or when the agent is
+idle), and deletes the conntrack entries of connections that are now denied,
+so that existing connections are cut as well as new ones refused.
 
 In a cluster, an invalid policy is left out (the others stay enforced) and
 reported: every AdminNetworkPolicy, BaselineAdminNetworkPolicy and

@@ -19,10 +19,25 @@ const TableName = "netpol"
 // It remembers what it programmed, so each Sync sends only the difference.
 // Not safe for concurrent use.
 type Renderer struct {
-	nft        knftables.Interface
-	programmed *ruleset // nil until the first successful Sync
-	builder    builder
-	elements   ElementWriter
+	nft knftables.Interface
+	// programmed is what the kernel holds, nil until the first successful
+	// Sync: the last IR's objects and the leftovers.
+	programmed *ruleset
+	// leftovers are chains, sets and maps of earlier IRs that the kernel
+	// still holds although nothing refers to them any more (see plan).
+	leftovers leftovers
+	builder   builder
+	elements  ElementWriter
+}
+
+// leftovers name unreferenced objects by kind: "chain", "set", "map".
+type leftovers map[string]map[string]bool
+
+func (l leftovers) count() int { return len(l["chain"]) + len(l["set"]) + len(l["map"]) }
+
+// objects returns the objects of rs that l names.
+func (l leftovers) objects(rs *ruleset) *ruleset {
+	return withLeftovers(newRuleset(), rs, l)
 }
 
 // ElementWriter writes set and map elements in one kernel transaction
@@ -51,6 +66,11 @@ type Stats struct {
 	// Netlink: the element changes went to the kernel through the
 	// ElementWriter, and nft ran only for chains and sets, if at all.
 	Netlink bool `json:"netlink,omitempty"`
+	// Collected counts the leftovers of earlier changes that this one
+	// deleted; Left the unreferenced chains, sets and maps that the kernel
+	// holds after it (see plan).
+	Collected int `json:"collected,omitempty"`
+	Left      int `json:"left,omitempty"`
 }
 
 // Plan returns the transaction that would bring the kernel to ir, without
@@ -63,30 +83,43 @@ func (r *Renderer) Plan(ctx context.Context, ir *compile.IR) (*knftables.Transac
 
 // plan is the way from what is programmed to what is wanted, twice: as
 // one transaction (tx: all or nothing, for nft alone), and, after the first
-// sync, in three phases for an element writer: adds (new sets, new and
-// rewritten chains) through nft, then every element change in one netlink
-// batch, then removals (chains and sets nothing refers to any more) through
-// nft. Traffic sees the change in one step either way: the additions are
-// not referenced until the element batch points pods at them, and the
-// removals are no longer referenced after it. The phases keep element
+// sync, in phases for an element writer: adds (new sets, new and rewritten
+// chains) through nft, then every element change in one netlink batch.
+// Traffic sees the change in one step, the element batch: the additions are
+// not referenced until it points pods at them. The phases keep element
 // commands out of nft, which reads every element of the table before it
 // runs one.
+//
+// What the change leaves unreferenced (old chains and sets) is not deleted
+// at once: it is a leftover, deleted in the adds phase of the next plan that
+// runs nft anyway, or by Collect. A change then costs one nft run instead of
+// two (each reads the table's chains and rules: tens of milliseconds on a
+// large node), and a change that only moves pods costs none.
 type plan struct {
-	tx             *knftables.Transaction
-	adds, removals *knftables.Transaction // nil on a first sync
-	elements       []elementOp
-	st             Stats
+	tx       *knftables.Transaction
+	adds     *knftables.Transaction // nil on a first sync
+	elements []elementOp
+	// collected are the leftovers the adds phase deletes; left are those
+	// the phases leave in the kernel, this change's included.
+	collected, left leftovers
+	have            *ruleset // what the kernel held before
+	st              Stats
 }
 
+// maxLeftovers bounds the unreferenced objects left in the kernel: past it
+// the next change deletes them even if it would not run nft otherwise.
+const maxLeftovers = 64
+
 func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
-	p := plan{tx: r.nft.NewTransaction()}
+	p := plan{tx: r.nft.NewTransaction(), have: r.programmed}
 	if r.programmed == nil {
 		if err := r.reconcile(ctx, p.tx, want, &p.st); err != nil {
 			return p, err
 		}
 	} else {
-		p.adds, p.removals = r.nft.NewTransaction(), r.nft.NewTransaction()
-		p.elements = diff(p.tx, p.adds, p.removals, r.programmed, want, &p.st)
+		p.adds = r.nft.NewTransaction()
+		collect := r.leftovers.count() > maxLeftovers || needsNft(r.programmed, want)
+		p.elements, p.collected, p.left = diff(p.tx, p.adds, r.programmed, want, r.leftovers, collect, &p.st)
 	}
 	p.st.Operations = p.tx.NumOperations()
 	return p, nil
@@ -99,43 +132,98 @@ func (r *Renderer) Sync(ctx context.Context, ir *compile.IR) (Stats, error) {
 	if err != nil {
 		return p.st, err
 	}
-	if p.st.Operations > 0 {
-		if err := r.run(ctx, &p); err != nil {
-			// The kernel is unchanged; forget what we thought it held so
-			// the next Sync reconciles from what is really there.
-			r.programmed = nil
-			return p.st, fmt.Errorf("nftables transaction (%d operations): %w", p.st.Operations, err)
-		}
+	if p.st.Operations == 0 {
+		r.programmed = want // equal, and its containers are the ones the next build reuses
+		return p.st, nil
 	}
-	r.programmed = want
+	phased, err := r.run(ctx, &p)
+	if err != nil {
+		// The kernel is unchanged, or a phase of it is applied; forget what
+		// we thought it held so the next Sync reconciles from what is
+		// really there.
+		r.programmed, r.leftovers = nil, nil
+		return p.st, fmt.Errorf("nftables transaction (%d operations): %w", p.st.Operations, err)
+	}
+	if !phased { // the one transaction deleted every object want lacks
+		p.collected, p.left = unwanted(r.leftovers.objects(r.programmed), want), nil
+	}
+	p.st.Collected, p.st.Left = p.collected.count(), p.left.count()
+	r.programmed, r.leftovers = want, nil
+	if p.left.count() > 0 {
+		r.programmed, r.leftovers = withLeftovers(want, p.have, p.left), p.left
+	}
 	return p.st, nil
 }
 
+// Collect deletes the leftovers of earlier changes (an agent calls it when
+// it is idle).
+func (r *Renderer) Collect(ctx context.Context) error {
+	if r.programmed == nil || r.leftovers.count() == 0 {
+		return nil
+	}
+	tx := r.nft.NewTransaction()
+	deleteObjects(tx, r.leftovers)
+	if err := r.nft.Run(ctx, tx); err != nil {
+		r.programmed, r.leftovers = nil, nil
+		return fmt.Errorf("deleting unreferenced nftables objects: %w", err)
+	}
+	r.programmed, r.leftovers = without(r.programmed, r.leftovers), nil
+	return nil
+}
+
 // run applies a plan: in phases when there is an element writer and the
-// plan changes elements, else as one nft transaction. When a later phase
-// fails the earlier ones stay applied; the caller forgets what it
-// programmed, and the next sync reconciles.
-func (r *Renderer) run(ctx context.Context, p *plan) error {
+// plan changes elements, else as one nft transaction; it reports whether
+// it ran the phases. When the element phase fails the adds stay applied;
+// the caller forgets what it programmed, and the next sync reconciles.
+func (r *Renderer) run(ctx context.Context, p *plan) (phased bool, err error) {
 	if r.elements == nil || p.adds == nil || len(p.elements) == 0 {
-		return r.nft.Run(ctx, p.tx)
+		return false, r.nft.Run(ctx, p.tx)
 	}
 	els, ok := kernelElements(p.elements)
 	if !ok {
-		return r.nft.Run(ctx, p.tx)
+		return false, r.nft.Run(ctx, p.tx)
 	}
 	p.st.Netlink = true
 	if p.adds.NumOperations() > 0 {
 		if err := r.nft.Run(ctx, p.adds); err != nil {
-			return err
+			return true, err
 		}
 	}
 	if err := r.elements.Write(els); err != nil {
-		return fmt.Errorf("set elements over netlink: %w", err)
+		return true, fmt.Errorf("set elements over netlink: %w", err)
 	}
-	if p.removals.NumOperations() > 0 {
-		return r.nft.Run(ctx, p.removals)
+	return true, nil
+}
+
+// withLeftovers returns want plus the objects of have that left names: what
+// the kernel holds after a phased change.
+func withLeftovers(want, have *ruleset, left leftovers) *ruleset {
+	rs := &ruleset{chains: maps.Clone(want.chains), sets: maps.Clone(want.sets), maps: maps.Clone(want.maps)}
+	for name := range left["chain"] {
+		rs.chains[name] = have.chains[name]
 	}
-	return nil
+	for name := range left["set"] {
+		rs.sets[name] = have.sets[name]
+	}
+	for name := range left["map"] {
+		rs.maps[name] = have.maps[name]
+	}
+	return rs
+}
+
+// without returns rs less the objects that names lists.
+func without(rs *ruleset, names leftovers) *ruleset {
+	out := &ruleset{chains: maps.Clone(rs.chains), sets: maps.Clone(rs.sets), maps: maps.Clone(rs.maps)}
+	for name := range names["chain"] {
+		delete(out.chains, name)
+	}
+	for name := range names["set"] {
+		delete(out.sets, name)
+	}
+	for name := range names["map"] {
+		delete(out.maps, name)
+	}
+	return out
 }
 
 // Size counts what a ruleset holds.
@@ -298,20 +386,38 @@ type ops interface {
 	Delete(knftables.Object)
 }
 
-// both writes every operation to the whole transaction and to one phase.
+// both writes every operation to the whole transaction and to the adds
+// phase.
 type both [2]*knftables.Transaction
 
 func (b both) Add(o knftables.Object)    { b[0].Add(o); b[1].Add(o) }
 func (b both) Flush(o knftables.Object)  { b[0].Flush(o); b[1].Flush(o) }
 func (b both) Delete(o knftables.Object) { b[0].Delete(o); b[1].Delete(o) }
 
-// diff writes the transaction from have to want into tx, and the same
-// operations split into adds and removals, returning the element changes
-// (which are in tx too). Order matters within tx: new sets and chains exist
-// before anything refers to them, and old ones are deleted after the last
-// reference is gone.
-func diff(tx, adds, removals *knftables.Transaction, have, want *ruleset, st *Stats) []elementOp {
-	toAdds, toRemovals := both{tx, adds}, both{tx, removals}
+// diff writes the transaction from have to want into tx, and the adds
+// phase into adds, returning the element changes (which are in tx too), the
+// leftovers the adds phase deletes — those of old, when collect — and the
+// objects left in the kernel after the phases: the other leftovers and what
+// this change stops referring to. Order matters within tx: new sets and
+// chains exist before anything refers to them, and old ones are deleted
+// after the last reference is gone.
+func diff(tx, adds *knftables.Transaction, have, want *ruleset, old leftovers, collect bool, st *Stats) (elements []elementOp, collected, left leftovers) {
+	gone := unwanted(have, want)
+	collected, left = leftovers{}, leftovers{}
+	for kind, names := range gone {
+		for name := range names {
+			into := left
+			if collect && old[kind][name] {
+				into = collected
+			}
+			if into[kind] == nil {
+				into[kind] = map[string]bool{}
+			}
+			into[kind][name] = true
+		}
+	}
+	deleteObjects(adds, collected) // nothing has referred to them since the last change
+	toAdds := both{tx, adds}
 	for _, name := range sortedKeys(want.sets) {
 		if _, ok := have.sets[name]; !ok {
 			addContainer(toAdds, name, want.sets[name], false)
@@ -338,30 +444,76 @@ func diff(tx, adds, removals *knftables.Transaction, have, want *ruleset, st *St
 		}
 		writeChain(toAdds, name, want.chains[name], st)
 	}
-	var elements []elementOp
 	elements = diffElements(elements, tx, have.maps, want.maps, true, st)
 	elements = diffElements(elements, tx, have.sets, want.sets, false, st)
-	for _, name := range sortedKeys(have.chains) {
-		if _, ok := want.chains[name]; !ok {
-			toRemovals.Flush(&knftables.Chain{Name: name})
+	deleteObjects(tx, gone)
+	return elements, collected, left
+}
+
+// needsNft reports whether the way from have to want adds or rewrites a
+// set, map or chain: whether the adds phase runs nft.
+func needsNft(have, want *ruleset) bool {
+	for name := range want.sets {
+		if _, ok := have.sets[name]; !ok {
+			return true
 		}
 	}
-	for _, name := range sortedKeys(have.chains) {
-		if _, ok := want.chains[name]; !ok {
-			toRemovals.Delete(&knftables.Chain{Name: name})
+	for name := range want.maps {
+		if _, ok := have.maps[name]; !ok {
+			return true
 		}
 	}
-	for _, name := range sortedKeys(have.sets) {
+	for name, rules := range want.chains {
+		if old, ok := have.chains[name]; !ok || !slices.Equal(old, rules) {
+			return true
+		}
+	}
+	return false
+}
+
+// unwanted names the objects of have that want lacks.
+func unwanted(have, want *ruleset) leftovers {
+	out := leftovers{}
+	add := func(kind, name string) {
+		if out[kind] == nil {
+			out[kind] = map[string]bool{}
+		}
+		out[kind][name] = true
+	}
+	for name := range have.chains {
+		if _, ok := want.chains[name]; !ok {
+			add("chain", name)
+		}
+	}
+	for name := range have.sets {
 		if _, ok := want.sets[name]; !ok {
-			toRemovals.Delete(&knftables.Set{Name: name})
+			add("set", name)
 		}
 	}
-	for _, name := range sortedKeys(have.maps) {
+	for name := range have.maps {
 		if _, ok := want.maps[name]; !ok {
-			toRemovals.Delete(&knftables.Map{Name: name})
+			add("map", name)
 		}
 	}
-	return elements
+	return out
+}
+
+// deleteObjects deletes the chains, sets and maps that names lists, which
+// nothing outside them refers to: chains are emptied first, so that their
+// rules no longer refer to each other or to the sets.
+func deleteObjects(tx ops, names leftovers) {
+	for _, name := range sortedKeys(names["chain"]) {
+		tx.Flush(&knftables.Chain{Name: name})
+	}
+	for _, name := range sortedKeys(names["chain"]) {
+		tx.Delete(&knftables.Chain{Name: name})
+	}
+	for _, name := range sortedKeys(names["set"]) {
+		tx.Delete(&knftables.Set{Name: name})
+	}
+	for _, name := range sortedKeys(names["map"]) {
+		tx.Delete(&knftables.Map{Name: name})
+	}
 }
 
 // diffElements adds and deletes elements of the sets or maps of want, and
