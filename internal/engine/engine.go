@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -31,7 +32,7 @@ type Engine struct {
 	policies  []*compiled           // every policy, in tier order
 	rules     rulesByPolicyRule     // for RuleMatches, built on first use
 	bySubject map[int32][]*compiled // subject atom -> policies
-	applies   [][]*compiled         // pod ID -> policies selecting it, in order (shared)
+	applies   applicable            // pod ID -> policies selecting it, in order
 	relative  bool                  // some peer selects namespaces relative to the subject
 	blocks    []policy.IPBlock      // distinct IP blocks of all peers, for classes
 
@@ -62,9 +63,9 @@ type compiledPeer struct {
 // that decides as if they were enforced too.
 func New(c *state.Cluster, set *policy.Set, opts Options) *Engine {
 	enforced := set.Enforced()
-	e := newEngine(newIndex(c), enforced, opts)
+	e := newEngine(newIndex(c), enforced, opts, nil)
 	if enforced != set {
-		e.staged = newEngine(newIndex(c), set, opts)
+		e.staged = newEngine(newIndex(c), set, opts, nil)
 	}
 	return e
 }
@@ -74,19 +75,29 @@ func New(c *state.Cluster, set *policy.Set, opts Options) *Engine {
 func (e *Engine) Staged() *Engine { return e.staged }
 
 // newEngine compiles set over the atoms of ix, resolving the ones it lacks.
-func newEngine(ix *index, set *policy.Set, opts Options) *Engine {
+// prev, when not nil, is the engine whose index ix continues (Update): its
+// compiled policies are reused where the policy is the same at the same
+// rank, and its lists of applicable policies when only policies changed in
+// place.
+func newEngine(ix *index, set *policy.Set, opts Options, prev *Engine) *Engine {
 	e := &Engine{c: ix.c, set: set, opts: opts, ix: ix, bySubject: map[int32][]*compiled{}}
+	policies := set.Policies()
 	blockIDs := map[string]bool{}
-	for rank, p := range set.Policies() {
-		cp := &compiled{Policy: p, rank: rank, subject: e.ix.atomOf(p.Subject)}
-		for _, d := range []policy.Direction{policy.Ingress, policy.Egress} {
-			for _, r := range p.Rules[d] {
-				cr := compiledRule{Rule: r}
-				for _, peer := range r.Peers {
-					cpe := compiledPeer{Peer: peer}
+	// inPlace: every policy has the rank and subject it had in prev.
+	inPlace := prev != nil && len(prev.policies) == len(policies)
+	for rank, p := range policies {
+		var cp *compiled
+		if prev != nil && rank < len(prev.policies) && prev.policies[rank].Policy == p {
+			cp = prev.policies[rank]
+		} else {
+			cp = e.compile(p, rank)
+			inPlace = inPlace && prev.policies[rank].subject == cp.subject
+		}
+		for _, rules := range cp.rules {
+			for _, r := range rules {
+				for _, peer := range r.peers {
 					switch peer.Kind {
 					case policy.PeerPods:
-						cpe.atom = e.ix.atomOf(peer.Pods)
 						e.relative = e.relative || peer.Pods.Namespaces.Relative()
 					case policy.PeerIPBlock:
 						if k := peer.Block.String(); !blockIDs[k] {
@@ -94,41 +105,114 @@ func newEngine(ix *index, set *policy.Set, opts Options) *Engine {
 							e.blocks = append(e.blocks, peer.Block)
 						}
 					}
-					cr.peers = append(cr.peers, cpe)
 				}
-				cp.rules[d] = append(cp.rules[d], cr)
 			}
 		}
 		e.policies = append(e.policies, cp)
 		e.bySubject[cp.subject] = append(e.bySubject[cp.subject], cp)
 	}
-	e.indexApplicable()
+	if inPlace {
+		e.carryApplicable(prev)
+	} else {
+		e.indexApplicable()
+	}
 	return e
 }
 
-// indexApplicable lists, for every pod, the policies whose subject selects
-// it. Pods in the same subject selectors share one list, so a cluster of
-// 100k pods holds only as many lists as there are distinct subject sets.
+// compile turns a policy's selectors into atoms.
+func (e *Engine) compile(p *policy.Policy, rank int) *compiled {
+	cp := &compiled{Policy: p, rank: rank, subject: e.ix.atomOf(p.Subject)}
+	for _, d := range []policy.Direction{policy.Ingress, policy.Egress} {
+		for _, r := range p.Rules[d] {
+			cr := compiledRule{Rule: r}
+			for _, peer := range r.Peers {
+				cpe := compiledPeer{Peer: peer}
+				if peer.Kind == policy.PeerPods {
+					cpe.atom = e.ix.atomOf(peer.Pods)
+				}
+				cr.peers = append(cr.peers, cpe)
+			}
+			cp.rules[d] = append(cp.rules[d], cr)
+		}
+	}
+	return cp
+}
+
+// applicable lists, for every pod, the policies whose subject selects it,
+// in evaluation order. Pods in the same subject selectors share one list,
+// so a cluster of 100k pods holds only as many lists as there are distinct
+// subject sets.
+type applicable struct {
+	lists  [][]*compiled
+	listOf []int32          // pod ID -> index in lists
+	index  map[string]int32 // subject atoms of the list's pods -> index in lists
+}
+
+// indexApplicable makes e.applies from scratch.
 func (e *Engine) indexApplicable() {
-	e.applies = make([][]*compiled, len(e.c.Pods))
-	shared := map[string][]*compiled{}
+	e.applies = applicable{listOf: make([]int32, len(e.c.Pods)), index: map[string]int32{}}
 	var key []byte
 	for _, p := range e.c.Pods {
-		key = key[:0]
-		for _, atom := range e.ix.podMember[p.ID] {
-			if len(e.bySubject[atom]) > 0 {
-				key = binary.LittleEndian.AppendUint32(key, uint32(atom))
-			}
+		key = e.listFor(key[:0], p.ID)
+	}
+}
+
+// listFor points pod at its list, making the list if no pod had its subject
+// atoms before; key is a buffer.
+func (e *Engine) listFor(key []byte, pod int32) []byte {
+	for _, atom := range e.ix.podMember[pod] {
+		if len(e.bySubject[atom]) > 0 {
+			key = binary.LittleEndian.AppendUint32(key, uint32(atom))
 		}
-		list, ok := shared[string(key)]
-		if !ok {
-			for _, atom := range e.ix.podMember[p.ID] {
-				list = append(list, e.bySubject[atom]...)
-			}
-			slices.SortFunc(list, func(a, b *compiled) int { return a.rank - b.rank })
-			shared[string(key)] = list
+	}
+	i, ok := e.applies.index[string(key)]
+	if !ok {
+		var list []*compiled
+		for _, atom := range e.ix.podMember[pod] {
+			list = append(list, e.bySubject[atom]...)
 		}
-		e.applies[p.ID] = list
+		slices.SortFunc(list, func(a, b *compiled) int { return a.rank - b.rank })
+		i = int32(len(e.applies.lists))
+		e.applies.index[string(key)] = i
+		e.applies.lists = append(e.applies.lists, list)
+	}
+	e.applies.listOf[pod] = i
+	return key
+}
+
+// carryApplicable makes e.applies from prev's when every policy kept its
+// rank and subject: the lists stay, with the policies that changed swapped
+// in, and only the pods the index replaced are placed again.
+func (e *Engine) carryApplicable(prev *Engine) {
+	swapped := map[*compiled]*compiled{}
+	for i, cp := range e.policies {
+		if old := prev.policies[i]; old != cp {
+			swapped[old] = cp
+		}
+	}
+	e.applies = prev.applies
+	if len(swapped) > 0 {
+		e.applies.lists = make([][]*compiled, len(prev.applies.lists))
+		for i, list := range prev.applies.lists {
+			if slices.ContainsFunc(list, func(cp *compiled) bool { return swapped[cp] != nil }) {
+				list = slices.Clone(list)
+				for j, cp := range list {
+					if to := swapped[cp]; to != nil {
+						list[j] = to
+					}
+				}
+			}
+			e.applies.lists[i] = list
+		}
+	}
+	if len(e.ix.replaced) > 0 {
+		e.applies.lists = slices.Clip(e.applies.lists)
+		e.applies.listOf = slices.Clone(prev.applies.listOf)
+		e.applies.index = maps.Clone(prev.applies.index)
+		var key []byte
+		for _, pod := range e.ix.replaced {
+			key = e.listFor(key[:0], pod)
+		}
 	}
 }
 
@@ -174,7 +258,9 @@ func (e *Engine) Stats() SelectorStats {
 
 // applicable returns the policies whose subject selects pod, in evaluation
 // order.
-func (e *Engine) applicable(pod *state.Pod) []*compiled { return e.applies[pod.ID] }
+func (e *Engine) applicable(pod *state.Pod) []*compiled {
+	return e.applies.lists[e.applies.listOf[pod.ID]]
+}
 
 // PriorityOverlaps warns about admin- or baseline-tier policies of equal priority that
 // select a common pod with rules in the same direction: upstream leaves their

@@ -141,6 +141,10 @@ type index struct {
 	podAtoms   []podAtom
 	podAtomIDs map[podAtomKey]int32
 	podMember  [][]int32 // pod ID -> podAtom IDs, ascending
+
+	// replaced are the pods that next matched again: those of c that are
+	// not the previous index's.
+	replaced []int32
 }
 
 func newIndex(c *state.Cluster) *index {

@@ -30,9 +30,9 @@ func (e *Engine) Update(c *state.Cluster, set *policy.Set) *Engine {
 	}
 	if enforced != set {
 		if e.staged == nil {
-			next.staged = newEngine(newIndex(c), set, e.opts)
+			next.staged = newEngine(newIndex(c), set, e.opts, nil)
 		} else if next.staged, ok = e.staged.updated(c, set); !ok {
-			next.staged = newEngine(newIndex(c), set, e.opts)
+			next.staged = newEngine(newIndex(c), set, e.opts, nil)
 		}
 	}
 	return next
@@ -45,7 +45,7 @@ func (e *Engine) updated(c *state.Cluster, set *policy.Set) (*Engine, bool) {
 	if !ok {
 		return nil, false
 	}
-	next := newEngine(ix, set, e.opts)
+	next := newEngine(ix, set, e.opts, e)
 	return next, !next.garbage()
 }
 
@@ -111,6 +111,7 @@ func (ix *index) next(c *state.Cluster) (*index, bool) {
 	if len(changed) == 0 {
 		return nx, true
 	}
+	nx.replaced = changed
 	nx.podLabels = ix.podLabels.replaced(old, c, changed)
 	nx.podAtoms = slices.Clone(ix.podAtoms)
 	for _, id := range changed {
