@@ -91,10 +91,12 @@ func (r *Renderer) Plan(ctx context.Context, ir *compile.IR) (*knftables.Transac
 // runs one.
 //
 // What the change leaves unreferenced (old chains and sets) is not deleted
-// at once: it is a leftover, deleted in the adds phase of the next plan that
-// runs nft anyway, or by Collect. A change then costs one nft run instead of
-// two (each reads the table's chains and rules: tens of milliseconds on a
-// large node), and a change that only moves pods costs none.
+// at once: it is a leftover, deleted by Collect when the agent is idle, or
+// by the adds phase of a later change once there are more than
+// maxLeftovers. Deleting is slow whatever the table's size — the kernel
+// waits for packets in flight to leave the chains, ~10-20 ms per
+// transaction here — and a change should not wait for it: a policy change
+// then costs one nft run, and a change that only moves pods none.
 type plan struct {
 	tx       *knftables.Transaction
 	adds     *knftables.Transaction // nil on a first sync
@@ -106,8 +108,9 @@ type plan struct {
 	st              Stats
 }
 
-// maxLeftovers bounds the unreferenced objects left in the kernel: past it
-// the next change deletes them even if it would not run nft otherwise.
+// maxLeftovers bounds the unreferenced objects left in the kernel during a
+// burst of changes with no idle time between them: past it the next change
+// deletes them.
 const maxLeftovers = 64
 
 func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
@@ -118,7 +121,7 @@ func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
 		}
 	} else {
 		p.adds = r.nft.NewTransaction()
-		collect := r.leftovers.count() > maxLeftovers || needsNft(r.programmed, want)
+		collect := r.leftovers.count() > maxLeftovers
 		p.elements, p.collected, p.left = diff(p.tx, p.adds, r.programmed, want, r.leftovers, collect, &p.st)
 	}
 	p.st.Operations = p.tx.NumOperations()
@@ -448,27 +451,6 @@ func diff(tx, adds *knftables.Transaction, have, want *ruleset, old leftovers, c
 	elements = diffElements(elements, tx, have.sets, want.sets, false, st)
 	deleteObjects(tx, gone)
 	return elements, collected, left
-}
-
-// needsNft reports whether the way from have to want adds or rewrites a
-// set, map or chain: whether the adds phase runs nft.
-func needsNft(have, want *ruleset) bool {
-	for name := range want.sets {
-		if _, ok := have.sets[name]; !ok {
-			return true
-		}
-	}
-	for name := range want.maps {
-		if _, ok := have.maps[name]; !ok {
-			return true
-		}
-	}
-	for name, rules := range want.chains {
-		if old, ok := have.chains[name]; !ok || !slices.Equal(old, rules) {
-			return true
-		}
-	}
-	return false
 }
 
 // unwanted names the objects of have that want lacks.

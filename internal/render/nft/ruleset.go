@@ -4,8 +4,8 @@
 // set element, and a policy change touches only the chains of the tables it
 // changed. Updates are one knftables transaction, or, with an element writer,
 // new chains and sets through nft and then the elements in one netlink batch,
-// the only step visible to traffic; what a change stops using is deleted by
-// the next nft run (see plan). It imports compile, l4 and dataplane, and knows nothing of
+// the only step visible to traffic; what a change stops using is deleted
+// later, off the change's path (see plan). It imports compile, l4 and dataplane, and knows nothing of
 // Kubernetes or of the policy APIs.
 //
 // Layout of the table:
