@@ -122,7 +122,8 @@ func New(cfg Config, renderer *nft.Renderer, logTx func(string)) *Agent {
 		cfg.Interval = time.Second
 	}
 	return &Agent{cfg: cfg, renderer: renderer, status: Status{Node: cfg.Node}, logTx: logTx, metrics: newMetrics(),
-		health: health{deadline: time.Minute + 10*cfg.Interval}, builder: &pipeline.Builder{Options: cfg.Pipeline}}
+		health: health{deadline: time.Minute + 10*cfg.Interval}, builder: &pipeline.Builder{Options: cfg.Pipeline},
+		compiler: compile.Compiler{AuditDenies: cfg.AuditDenies}}
 }
 
 // Run loops until ctx is done. A failed pass is retried on the next tick;
@@ -184,9 +185,6 @@ func (a *Agent) Pass(ctx context.Context) error {
 	}
 	ir := a.compiler.Node(e, a.cfg.Node)
 	compile.AddStaged(ir, e)
-	if a.cfg.AuditDenies {
-		compile.AuditDenies(ir)
-	}
 	if a.cfg.Audit != nil {
 		// Before the kernel logs with the new rules; the auditor keeps the
 		// previous ones for packets logged before the change.

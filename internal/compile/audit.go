@@ -100,22 +100,17 @@ func (c *compiler) isolationAudited(by []policy.Ref) bool {
 	return false
 }
 
-// AuditDenies marks every deny of ir for logging, whatever the policies'
+// auditDenies marks every deny of t for logging, whatever the policies'
 // annotations say: deny rules of every tier and NetworkPolicy isolation
-// (the agent's --audit-denies).
-func AuditDenies(ir *IR) {
-	for _, t := range ir.Tables {
-		if t.LogOnly {
-			continue
+// (Compiler.AuditDenies, the agent's --audit-denies).
+func auditDenies(t *Table) {
+	for i, r := range t.Rules {
+		if r.Action == Drop && r.Audit == nil {
+			t.Rules[i].Audit = ruleAudit(t.Dir, r)
 		}
-		for i, r := range t.Rules {
-			if r.Action == Drop && r.Audit == nil {
-				t.Rules[i].Audit = ruleAudit(t.Dir, r)
-			}
-		}
-		if t.Default == Drop && t.DefaultAudit == nil {
-			t.DefaultAudit = isolationAudit(t.Dir, t.IsolatedBy)
-		}
+	}
+	if t.Default == Drop && t.DefaultAudit == nil {
+		t.DefaultAudit = isolationAudit(t.Dir, t.IsolatedBy)
 	}
 }
 
@@ -138,14 +133,20 @@ func AddStaged(ir *IR, e *engine.Engine) {
 		}
 	}
 	sir := Node(se, ir.Node)
-	kept := map[string]bool{}
+	renamed := map[string]string{} // table of the staged engine -> its log-only table
+	added := map[string]bool{}
 	for _, t := range sir.Tables {
 		if !stagedTable(t, staged) {
 			continue
 		}
-		t.Name, t.LogOnly = "st-"+t.Name, true
-		kept[t.Name] = true
-		ir.Tables = append(ir.Tables, t)
+		was := t.Name
+		t.LogOnly = true
+		t.Name = "st-" + tableName(t) // named again: its audits changed
+		renamed[was] = t.Name
+		if !added[t.Name] { // tables that differed only in audits are one now
+			added[t.Name] = true
+			ir.Tables = append(ir.Tables, t)
+		}
 	}
 	byPod := map[string]*LocalPod{}
 	for i := range ir.Pods {
@@ -156,12 +157,7 @@ func AddStaged(ir *IR, e *engine.Engine) {
 		if lp == nil {
 			continue // cannot happen: both engines see the same pods
 		}
-		if kept["st-"+sp.Ingress] {
-			lp.StagedIngress = "st-" + sp.Ingress
-		}
-		if kept["st-"+sp.Egress] {
-			lp.StagedEgress = "st-" + sp.Egress
-		}
+		lp.StagedIngress, lp.StagedEgress = renamed[sp.Ingress], renamed[sp.Egress]
 	}
 	// Sets are named after their selection, so a name means the same
 	// members in both IRs.

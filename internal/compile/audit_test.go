@@ -1,6 +1,7 @@
 package compile_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/netpol/netpol/internal/compile"
@@ -72,12 +73,17 @@ spec: {podSelector: {matchLabels: {app: a}}, policyTypes: [Egress]}
 
 func compileNode(t *testing.T, yaml string) *compile.IR {
 	t.Helper()
+	return compileNodeWith(t, new(compile.Compiler), yaml)
+}
+
+func compileNodeWith(t *testing.T, c *compile.Compiler, yaml string) *compile.IR {
+	t.Helper()
 	dec := &source.Decoder{}
 	e, _, err := pipeline.Build(dec.Decode("c.yaml", []byte(yaml)), dec.Diags, pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return compile.Node(e, "n1")
+	return c.Node(e, "n1")
 }
 
 // TestAudits: the NP's audit annotation logs its isolation; the ANP is not
@@ -98,7 +104,7 @@ func TestAudits(t *testing.T) {
 	if got := summary(); len(got) != 1 || got["deny egress NetworkPolicy  isolated by NetworkPolicy x/iso"] != 1 {
 		t.Errorf("annotated audits: %v", got)
 	}
-	compile.AuditDenies(ir)
+	ir = compileNodeWith(t, &compile.Compiler{AuditDenies: true}, auditCluster)
 	got := summary()
 	want := map[string]int{
 		"deny egress NetworkPolicy  isolated by NetworkPolicy x/iso": 1,
@@ -108,11 +114,35 @@ func TestAudits(t *testing.T) {
 		t.Errorf("with AuditDenies: %v, want %v", got, want)
 	}
 	// IDs are the same in another compile of the same input.
-	again := compileNode(t, auditCluster)
-	compile.AuditDenies(again)
+	again := compileNodeWith(t, &compile.Compiler{AuditDenies: true}, auditCluster)
 	for id := range compile.Audits(ir) {
 		if compile.Audits(again)[id] == nil {
 			t.Errorf("audit %s is not in a second compile", id)
 		}
+	}
+}
+
+// TestAuditNamesTheTable: whether a table logs is part of its name, so that
+// a renderer that keeps the chains of the names it has seen rewrites them
+// when an audit annotation or --audit-denies changes what a table logs.
+func TestAuditNamesTheTable(t *testing.T) {
+	names := func(ir *compile.IR) map[string]string {
+		out := map[string]string{}
+		for _, p := range ir.Pods {
+			out[p.Pod] = p.Ingress + " " + p.Egress
+		}
+		return out
+	}
+	plain := names(compileNode(t, strings.Replace(auditCluster, "annotations: {netpol.io/audit: deny}", "annotations: {}", 1)))
+	annotated := names(compileNode(t, auditCluster))
+	denies := names(compileNodeWith(t, &compile.Compiler{AuditDenies: true}, auditCluster))
+	// x/a: iso's annotation logs its egress isolation, and every deny adds
+	// the admin deny of its ingress.
+	if a := "x/a"; plain[a] == annotated[a] || annotated[a] == denies[a] || plain[a] == denies[a] {
+		t.Errorf("x/a: tables without audit %q, with iso's %q, with every deny %q; want three different pairs", plain[a], annotated[a], denies[a])
+	}
+	// x/b: iso does not select it; only every deny changes its table.
+	if b := "x/b"; plain[b] != annotated[b] || annotated[b] == denies[b] {
+		t.Errorf("x/b: tables without audit %q, with iso's %q, with every deny %q; want the first two equal, the third different", plain[b], annotated[b], denies[b])
 	}
 }

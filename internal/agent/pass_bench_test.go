@@ -1,0 +1,106 @@
+package agent_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/knftables"
+
+	"github.com/netpol/netpol/internal/agent"
+	"github.com/netpol/netpol/internal/dataplane"
+	"github.com/netpol/netpol/internal/diag"
+	"github.com/netpol/netpol/internal/netnstest"
+	"github.com/netpol/netpol/internal/pipeline"
+	"github.com/netpol/netpol/internal/render/nft"
+	"github.com/netpol/netpol/internal/source"
+	"github.com/netpol/netpol/internal/synth"
+)
+
+// sliceInput hands the agent objects that the benchmark edits in place, as
+// the kube mirror does: a changed object gets a new value, the others keep
+// theirs.
+type sliceInput struct {
+	objs []source.Object
+	gen  int
+}
+
+func (s *sliceInput) Read() ([]source.Object, diag.List, string, error) {
+	return s.objs, nil, strconv.Itoa(s.gen), nil
+}
+
+func (s *sliceInput) Changed() <-chan struct{} { return nil }
+
+// BenchmarkPass times the agent's pass on node-001 of the 10k-pod cluster
+// (100 nodes) without an API server: the same changes as
+// BenchmarkChangeToProgrammed — a pod's app label flipped, a NetworkPolicy's
+// port changed, alternately — made to the objects in memory, then one
+// pass: build, compile, nft and netlink in a network namespace of its own.
+// relabel-ms and policy-ms are the mean pass of each kind.
+//
+//	go test ./internal/agent -run XXX -bench 'Pass$' -benchtime 200x
+func BenchmarkPass(b *testing.B) {
+	size := synth.Size10k
+	size.Nodes = 100
+	objs := synth.Cluster(size)
+	node := synth.NodeName(0)
+	podAt := slices.IndexFunc(objs, func(o source.Object) bool {
+		p, ok := o.Value.(*corev1.Pod)
+		return ok && p.Spec.NodeName == node && p.Namespace != "kube-system"
+	})
+	npAt := slices.IndexFunc(objs, func(o source.Object) bool {
+		p, ok := o.Value.(*networkingv1.NetworkPolicy)
+		return ok && len(p.Spec.Ingress) > 0 && len(p.Spec.Ingress[0].Ports) > 0
+	})
+	in := &sliceInput{objs: objs}
+	netnstest.Run(b, func() {
+		iface, err := knftables.New(knftables.InetFamily, nft.TableName)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := nft.New(iface)
+		r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
+		a := agent.New(agent.Config{Node: node, Input: in, Pipeline: pipeline.Options{SkipInvalid: true}}, r, nil)
+		ctx := context.Background()
+		if err := a.Pass(ctx); err != nil {
+			b.Fatal(err)
+		}
+		var took [2]time.Duration // relabels, policy changes
+		var n [2]int
+		for b.Loop() {
+			in.gen++
+			kind := in.gen % 2
+			if kind == 0 {
+				p := in.objs[podAt].Value.(*corev1.Pod).DeepCopy()
+				if p.Labels["app"] == "cache" {
+					p.Labels["app"] = "db"
+				} else {
+					p.Labels["app"] = "cache"
+				}
+				in.objs[podAt].Value = p
+			} else {
+				np := in.objs[npAt].Value.(*networkingv1.NetworkPolicy).DeepCopy()
+				port := intstr.FromInt32(int32(20000 + in.gen))
+				np.Spec.Ingress[0].Ports[0].Port = &port
+				in.objs[npAt].Value = np
+			}
+			start := time.Now()
+			if err := a.Pass(ctx); err != nil {
+				b.Fatal(err)
+			}
+			took[kind] += time.Since(start)
+			n[kind]++
+		}
+		for kind, unit := range []string{"relabel-ms", "policy-ms"} {
+			if n[kind] > 0 {
+				b.ReportMetric(float64(took[kind].Microseconds())/1000/float64(n[kind]), unit)
+			}
+		}
+	})
+}
