@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -50,14 +51,23 @@ func BenchmarkPass(b *testing.B) {
 	size.Nodes = 100
 	objs := synth.Cluster(size)
 	node := synth.NodeName(0)
-	podAt := slices.IndexFunc(objs, func(o source.Object) bool {
+	// The pod and the policy BenchmarkChangeToProgrammed changes: the
+	// first of each in the generator's order.
+	pod := objs[slices.IndexFunc(objs, func(o source.Object) bool {
 		p, ok := o.Value.(*corev1.Pod)
 		return ok && p.Spec.NodeName == node && p.Namespace != "kube-system"
-	})
-	npAt := slices.IndexFunc(objs, func(o source.Object) bool {
+	})].Value
+	np := objs[slices.IndexFunc(objs, func(o source.Object) bool {
 		p, ok := o.Value.(*networkingv1.NetworkPolicy)
-		return ok && len(p.Spec.Ingress) > 0 && len(p.Spec.Ingress[0].Ports) > 0
+		return ok && len(p.Spec.Ingress) > 0
+	})].Value
+	// The objects in the order of the kube mirror: by kind, namespace and
+	// name.
+	slices.SortFunc(objs, func(a, b source.Object) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
+	podAt := slices.IndexFunc(objs, func(o source.Object) bool { return o.Value == pod })
+	npAt := slices.IndexFunc(objs, func(o source.Object) bool { return o.Value == np })
 	in := &sliceInput{objs: objs}
 	netnstest.Run(b, func() {
 		iface, err := knftables.New(knftables.InetFamily, nft.TableName)
@@ -87,7 +97,8 @@ func BenchmarkPass(b *testing.B) {
 			} else {
 				np := in.objs[npAt].Value.(*networkingv1.NetworkPolicy).DeepCopy()
 				port := intstr.FromInt32(int32(20000 + in.gen))
-				np.Spec.Ingress[0].Ports[0].Port = &port
+				// As the other benchmark's merge patch: one rule, one port.
+				np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{{Port: &port}}}}
 				in.objs[npAt].Value = np
 			}
 			start := time.Now()

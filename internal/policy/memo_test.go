@@ -1,7 +1,9 @@
 package policy_test
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -73,3 +75,44 @@ func lines(l diag.List) string {
 }
 
 func containsLine(text, line string) bool { return slices.Contains(strings.Split(text, "\n"), line) }
+
+// TestMemoKeepsTheOrder: a policy changed in place takes the old one's
+// place; a changed priority moves it, as normalising afresh would.
+func TestMemoKeepsTheOrder(t *testing.T) {
+	doc := func(name string, priority int, action string) string {
+		return "apiVersion: policy.networking.k8s.io/v1alpha1\nkind: AdminNetworkPolicy\nmetadata: {name: " + name + "}\n" +
+			"spec: {priority: " + strconv.Itoa(priority) + ", subject: {namespaces: {}}, ingress: [{name: r, action: " + action + ", from: [{namespaces: {}}]}]}\n"
+	}
+	decode := func(docs ...string) []source.Object {
+		dec := &source.Decoder{}
+		objs := dec.Decode("p.yaml", []byte(strings.Join(docs, "---\n")))
+		if err := dec.Diags.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return objs
+	}
+	names := func(s *policy.Set) string {
+		var out []string
+		for _, p := range s.Admin {
+			out = append(out, p.Name+":"+fmt.Sprint(p.Rules[policy.Ingress][0].Action))
+		}
+		return strings.Join(out, " ")
+	}
+	objs := decode(doc("a", 1, "Allow"), doc("b", 2, "Deny"), doc("c", 3, "Pass"))
+	var m policy.Memo
+	if got, _ := m.Normalize(objs); names(got) != "a:Allow b:Deny c:Pass" {
+		t.Fatalf("first: %s", names(got))
+	}
+	objs[1] = decode(doc("b", 2, "Allow"))[0]
+	if got, _ := m.Normalize(objs); names(got) != "a:Allow b:Allow c:Pass" {
+		t.Errorf("b's action changed: %s, want a:Allow b:Allow c:Pass", names(got))
+	}
+	objs[0] = decode(doc("a", 9, "Allow"))[0]
+	if got, _ := m.Normalize(objs); names(got) != "b:Allow c:Pass a:Allow" {
+		t.Errorf("a's priority raised to 9: %s, want b:Allow c:Pass a:Allow", names(got))
+	}
+	objs[2] = decode(doc("c", 3, "Deny"))[0]
+	if got, _ := m.Normalize(objs); names(got) != "b:Allow c:Deny a:Allow" {
+		t.Errorf("c's action changed after the reorder: %s, want b:Allow c:Deny a:Allow", names(got))
+	}
+}

@@ -56,6 +56,12 @@ func Normalize(objects []source.Object) (*Set, diag.List) {
 // ready to use; a Memo keeps only the objects of its last call.
 type Memo struct {
 	last map[any]normalized
+	// The last call's policy objects in input order, their outcomes, and
+	// what it returned, for inPlace.
+	values []any
+	outs   []normalized
+	set    *Set
+	diags  diag.List
 }
 
 // normalized is one object's outcome: its policy (nil when it had errors or
@@ -67,6 +73,10 @@ type normalized struct {
 
 // Normalize is the package's Normalize, reusing what earlier calls found.
 func (m *Memo) Normalize(objects []source.Object) (*Set, diag.List) {
+	if set, ok := m.inPlace(objects); ok {
+		return set, m.diags
+	}
+	m.values, m.outs = m.values[:0], m.outs[:0]
 	var diags diag.List
 	set := &Set{}
 	seen := map[Ref]diag.Origin{}
@@ -80,6 +90,7 @@ func (m *Memo) Normalize(objects []source.Object) (*Set, diag.List) {
 			out = normalizeObject(o)
 		}
 		next[o.Value] = out
+		m.values, m.outs = append(m.values, o.Value), append(m.outs, out)
 		diags = append(diags, out.diags...)
 		p := out.p
 		if p == nil {
@@ -103,7 +114,64 @@ func (m *Memo) Normalize(objects []source.Object) (*Set, diag.List) {
 	sortTier(set.Admin)
 	sortTier(set.NetworkPolicies)
 	sortTier(set.Baseline)
+	m.set, m.diags = set, diags
 	return set, diags
+}
+
+// inPlace returns the last Set with the policies of the objects that
+// changed in place swapped in, when that is all that changed: the same
+// policy objects in the same order, and each changed one still valid, with
+// the same name, tier and priority, so that neither the order of the Set
+// nor its findings change. An NP's port edited is such a change; the set is
+// then made in one pass over the objects instead of a map and a sort.
+func (m *Memo) inPlace(objects []source.Object) (*Set, bool) {
+	if m.set == nil {
+		return nil, false
+	}
+	type swap struct {
+		at    int
+		value any
+		out   normalized
+	}
+	var swaps []swap
+	i := 0
+	for _, o := range objects {
+		if !isPolicy(o.Value) {
+			continue
+		}
+		if i >= len(m.values) {
+			return nil, false
+		}
+		if o.Value != m.values[i] {
+			was, out := m.outs[i], normalizeObject(o)
+			m.last[o.Value] = out // for Normalize, if this is not in place
+			if was.p == nil || out.p == nil || len(was.diags) > 0 || len(out.diags) > 0 ||
+				out.p.Ref != was.p.Ref || out.p.Tier != was.p.Tier || out.p.Priority != was.p.Priority {
+				return nil, false
+			}
+			swaps = append(swaps, swap{i, o.Value, out})
+		}
+		i++
+	}
+	if i != len(m.values) {
+		return nil, false
+	}
+	if len(swaps) == 0 {
+		return m.set, true
+	}
+	set := &Set{Admin: slices.Clone(m.set.Admin), NetworkPolicies: slices.Clone(m.set.NetworkPolicies), Baseline: slices.Clone(m.set.Baseline)}
+	for _, sw := range swaps {
+		was := m.outs[sw.at].p
+		for _, tier := range [][]*Policy{set.Admin, set.NetworkPolicies, set.Baseline} {
+			if k := slices.Index(tier, was); k >= 0 { // absent: a duplicate, left out
+				tier[k] = sw.out.p
+			}
+		}
+		delete(m.last, m.values[sw.at])
+		m.values[sw.at], m.outs[sw.at] = sw.value, sw.out
+	}
+	m.set = set
+	return set, true
 }
 
 // isPolicy reports whether v is one of the policy types (all pointers, so

@@ -64,8 +64,8 @@ func compileYAML(t *testing.T, yaml string) *compile.IR {
 }
 
 // TestRulesetText pins the rules of a NetworkPolicy table: one rule per
-// peer and family, named ports resolved into the port set, the isolation
-// drop last.
+// peer, family and port range (named ports resolved: http is 8080 on the
+// pod), the isolation drop last.
 func TestRulesetText(t *testing.T) {
 	ir := compileYAML(t, cluster)
 	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
@@ -86,10 +86,14 @@ func TestRulesetText(t *testing.T) {
 	}
 	peerB, cidr := ir.Tables[0].Rules[0].Peer, ir.Tables[0].Rules[1].Peer
 	want := []string{
-		"ip saddr @" + peerB + "-4 meta l4proto . th dport { tcp . 8080, tcp . 9000-9100 } return",
-		"ip6 saddr @" + peerB + "-6 meta l4proto . th dport { tcp . 8080, tcp . 9000-9100 } return",
-		"ip saddr @" + cidr + "-4 meta l4proto . th dport { tcp . 8080, tcp . 9000-9100 } return",
-		"ip6 saddr @" + cidr + "-6 meta l4proto . th dport { tcp . 8080, tcp . 9000-9100 } return",
+		"ip saddr @" + peerB + "-4 meta l4proto tcp th dport 8080 return",
+		"ip saddr @" + peerB + "-4 meta l4proto tcp th dport 9000-9100 return",
+		"ip6 saddr @" + peerB + "-6 meta l4proto tcp th dport 8080 return",
+		"ip6 saddr @" + peerB + "-6 meta l4proto tcp th dport 9000-9100 return",
+		"ip saddr @" + cidr + "-4 meta l4proto tcp th dport 8080 return",
+		"ip saddr @" + cidr + "-4 meta l4proto tcp th dport 9000-9100 return",
+		"ip6 saddr @" + cidr + "-6 meta l4proto tcp th dport 8080 return",
+		"ip6 saddr @" + cidr + "-6 meta l4proto tcp th dport 9000-9100 return",
 		"drop",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/netpol/netpol/internal/compile"
@@ -228,31 +229,39 @@ func ruleTexts(dir policy.Direction, r compile.Rule, verdict string) []rule {
 			{text: fmt.Sprintf("ip6 %s . meta l4proto . th dport @%s-6 %s", addr, r.Endpoints, verdict), comment: comment},
 		}
 	}
-	ports := portMatch(r.Ports)
-	if r.Peer == "" {
-		return []rule{{text: join(ports, verdict), comment: comment}}
+	peers := []string{""} // any address
+	if r.Peer != "" {
+		peers = []string{fmt.Sprintf("ip %s @%s-4", addr, r.Peer), fmt.Sprintf("ip6 %s @%s-6", addr, r.Peer)}
 	}
-	return []rule{
-		{text: join(fmt.Sprintf("ip %s @%s-4", addr, r.Peer), ports, verdict), comment: comment},
-		{text: join(fmt.Sprintf("ip6 %s @%s-6", addr, r.Peer), ports, verdict), comment: comment},
+	var out []rule
+	for _, peer := range peers {
+		for _, ports := range portMatches(r.Ports) {
+			out = append(out, rule{text: join(peer, ports, verdict), comment: comment})
+		}
 	}
+	return out
 }
 
-// portMatch is an anonymous concatenated interval set of protocol and
-// destination port ("" when any port matches).
-func portMatch(rs []l4.Range) string {
+// portMatches are the matches of protocol and destination port ranges, one
+// per range ("" when any port matches): the rule is written once per range
+// rather than with an anonymous set of the ranges. The kernel names every
+// anonymous set it makes by scanning the names of all the table's sets, and
+// nft reads every set of the table before it writes a rule: with a set per
+// rule, adding one policy's chain to a 10k-pod node took ~45 ms instead of
+// ~10.
+func portMatches(rs []l4.Range) []string {
 	if len(rs) == 0 {
-		return ""
+		return []string{""}
 	}
-	var els []string
-	for _, r := range rs {
-		p := fmt.Sprint(r.First)
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		port := strconv.Itoa(int(r.First))
 		if r.Last != r.First {
-			p += "-" + fmt.Sprint(r.Last)
+			port += "-" + strconv.Itoa(int(r.Last))
 		}
-		els = append(els, protoName(r.Proto)+" . "+p)
+		out[i] = "meta l4proto " + protoName(r.Proto) + " th dport " + port
 	}
-	return "meta l4proto . th dport { " + strings.Join(els, ", ") + " }"
+	return out
 }
 
 func join(parts ...string) string {
