@@ -83,46 +83,80 @@ func (w Elements) Write(elems []Element) error {
 	}
 	var b batch
 	b.message(nfnlMsgBatchBegin, unix.NLM_F_REQUEST, unix.AF_UNSPEC, nfnlSubsysNftables, nil)
-	// Consecutive elements of one set and kind share a message, as nft
+	// Consecutive elements of one set and kind share messages, as nft
 	// sends them.
+	var msgs []message
 	for i := 0; i < len(elems); {
 		j := i + 1
 		for j < len(elems) && elems[j].Set == elems[i].Set && elems[j].Delete == elems[i].Delete {
 			j++
 		}
-		msg, err := w.elementsMessage(elems[i:j])
-		if err != nil {
+		var err error
+		if msgs, err = w.elementMessages(msgs, elems[i:j]); err != nil {
 			return err
 		}
-		typ, flags := uint16(nftMsgNewSetElem), uint16(unix.NLM_F_REQUEST|unix.NLM_F_CREATE|unix.NLM_F_ACK)
-		if elems[i].Delete {
-			typ, flags = nftMsgDelSetElem, unix.NLM_F_REQUEST|unix.NLM_F_ACK
-		}
-		b.message(nfnlSubsysNftables<<8|typ, flags, w.Family, 0, msg)
 		i = j
+	}
+	// Only the last message asks for an answer: the kernel answers every
+	// message that fails anyway, and answers after the whole batch ran, so
+	// the last answer says it is done. An answer to every message overflows
+	// the socket's receive buffer on a batch of thousands.
+	for i, m := range msgs {
+		flags := uint16(unix.NLM_F_REQUEST)
+		if m.typ == nftMsgNewSetElem {
+			flags |= unix.NLM_F_CREATE
+		}
+		if i == len(msgs)-1 {
+			flags |= unix.NLM_F_ACK
+		}
+		b.message(nfnlSubsysNftables<<8|m.typ, flags, w.Family, 0, m.payload)
 	}
 	b.message(nfnlMsgBatchEnd, unix.NLM_F_REQUEST, unix.AF_UNSPEC, nfnlSubsysNftables, nil)
 	return b.send()
 }
 
-// elementsMessage encodes the attributes of one NEWSETELEM/DELSETELEM
-// message: the table, the set and its elements.
-func (w Elements) elementsMessage(elems []Element) ([]byte, error) {
+// message is one NEWSETELEM or DELSETELEM message before it is framed.
+type message struct {
+	typ     uint16
+	payload attrs
+}
+
+// maxElementList bounds the element list of one message: its length is an
+// attribute's, 16 bits.
+const maxElementList = 60000
+
+// elementMessages appends messages for elements of one set and kind: as
+// many as their list needs.
+func (w Elements) elementMessages(msgs []message, elems []Element) ([]message, error) {
+	typ := uint16(nftMsgNewSetElem)
+	if elems[0].Delete {
+		typ = nftMsgDelSetElem
+	}
 	var list attrs
+	flush := func() {
+		var a attrs
+		a.str(nftaSetElemListTable, w.Table)
+		a.str(nftaSetElemListSet, elems[0].Set)
+		a.nested(nftaSetElemListElements, list)
+		msgs = append(msgs, message{typ, a})
+		list = nil
+	}
 	for _, e := range elems {
 		encoded, err := encodeElement(e)
 		if err != nil {
 			return nil, fmt.Errorf("set %s: %w", e.Set, err)
 		}
+		var one attrs // both halves of a range stay in one message
 		for _, el := range encoded {
-			list.nested(nftaListElem, el)
+			one.nested(nftaListElem, el)
 		}
+		if len(list)+len(one) > maxElementList {
+			flush()
+		}
+		list = append(list, one...)
 	}
-	var a attrs
-	a.str(nftaSetElemListTable, w.Table)
-	a.str(nftaSetElemListSet, elems[0].Set)
-	a.nested(nftaSetElemListElements, list)
-	return a, nil
+	flush()
+	return msgs, nil
 }
 
 // encodeElement returns the kernel elements of e: one, or two for a range
@@ -248,6 +282,18 @@ func (b *batch) send() error {
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return fmt.Errorf("netlink bind: %w", err)
 	}
+	// A batch goes in one sendmsg, which the socket's send buffer bounds:
+	// make room (SO_SNDBUFFORCE passes the system limit with CAP_NET_ADMIN,
+	// which the agent has), and have answers leave out the request they
+	// answer (a failed message's would be copied whole).
+	if need := len(b.buf) + 1<<16; need > 1<<17 {
+		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, need) != nil {
+			if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, need); err != nil {
+				return fmt.Errorf("netlink send buffer: %w", err)
+			}
+		}
+	}
+	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_CAP_ACK, 1) // older kernels answer in full
 	tv := unix.NsecToTimeval(ackTimeout.Nanoseconds())
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return fmt.Errorf("netlink receive timeout: %w", err)

@@ -151,3 +151,59 @@ func inNewNetns(t *testing.T, fn func(knftables.Interface)) {
 		fn(nf)
 	})
 }
+
+// TestLabElementsLargeBatch: a batch far over the socket's default buffer
+// and the 64 KiB an attribute can hold (30,000 addresses: what a node's
+// first sync after a slow informer list can send) goes in, and out again.
+func TestLabElementsLargeBatch(t *testing.T) {
+	inNewNetns(t, func(nf knftables.Interface) {
+		ctx := context.Background()
+		tx := nf.NewTransaction()
+		tx.Add(&knftables.Table{})
+		tx.Add(&knftables.Set{Name: "a4", Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.IntervalFlag}})
+		tx.Add(&knftables.Set{Name: "e4", Type: "ipv4_addr . inet_proto . inet_service"})
+		if err := nf.Run(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+		const n = 30000
+		var add, del []dataplane.Element
+		for i := range n {
+			ip := netip.AddrFrom4([4]byte{198, 18, byte(100 + i/256), byte(i % 256)})
+			add = append(add,
+				dataplane.Element{Set: "a4", Interval: true, Prefix: netip.PrefixFrom(ip, 32)},
+				dataplane.Element{Set: "e4", Proto: l4.TCP, Port: 80, Prefix: netip.PrefixFrom(ip, 32)})
+			if i%2 == 0 {
+				del = append(del, dataplane.Element{Set: "a4", Delete: true, Interval: true, Prefix: netip.PrefixFrom(ip, 32)})
+			}
+		}
+		w := dataplane.Elements{Family: unix.NFPROTO_INET, Table: "netpol"}
+		count := func(set string) int {
+			els, err := nf.ListElements(ctx, "set", set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(els)
+		}
+		// Only the last message asks for an answer: a failure further up
+		// must still fail the batch, and leave nothing applied.
+		bad := append([]dataplane.Element{{Set: "missing", Interval: true, Prefix: pfx("198.18.9.9/32")}}, add...)
+		if err := w.Write(bad); err == nil || !strings.Contains(err.Error(), "no such file or directory") {
+			t.Fatalf("a batch whose first message names a missing set: got %v, want ENOENT", err)
+		}
+		if a := count("a4"); a != 0 {
+			t.Fatalf("after a failed batch: %d addresses, want 0", a)
+		}
+		if err := w.Write(add); err != nil {
+			t.Fatal(err)
+		}
+		if a, e := count("a4"), count("e4"); a != n || e != n {
+			t.Fatalf("after the batch: %d addresses and %d endpoints, want %d of each", a, e, n)
+		}
+		if err := w.Write(del); err != nil {
+			t.Fatal(err)
+		}
+		if a := count("a4"); a != n/2 {
+			t.Fatalf("after deleting every other address: %d, want %d", a, n/2)
+		}
+	})
+}
