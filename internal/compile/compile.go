@@ -86,11 +86,11 @@ func (k *Compiler) Node(e *engine.Engine, node string) *IR {
 }
 
 type compiler struct {
-	e         *engine.Engine
-	ir        *IR
-	tables    map[string]*Table // by name (a hash of the content)
-	sets      map[string]*AddrSet
-	endpoints map[string]*EndpointSet
+	e           *engine.Engine
+	ir          *IR
+	tables      map[string]*Table // by name (a hash of the content)
+	sets        map[string]*AddrSet
+	endpoints   map[string]*EndpointSet
 	auditedNP   map[policy.Ref]bool // NetworkPolicies that log their denies; nil until needed
 	auditDenies bool
 	// last are the sets of the previous IR that may be reused, next those
