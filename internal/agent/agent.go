@@ -154,16 +154,9 @@ func (a *Agent) Pass(ctx context.Context) error {
 		return a.fail(err)
 	}
 	if fp == a.status.Programmed && a.status.Error == "" || fp == a.badInput {
-		// Programmed already, or known to be invalid: an idle pass, the
-		// time to delete what earlier changes left unreferenced.
+		// Programmed already, or known to be invalid.
 		if o := a.unreported; o != nil {
 			a.report(ctx, o.findings, o.err)
-		}
-		if !a.cfg.DryRun {
-			if err := a.renderer.Collect(ctx); err != nil {
-				a.metrics.errors.WithLabelValues(stageKernel).Inc()
-				return err
-			}
 		}
 		return nil
 	}

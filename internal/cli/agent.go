@@ -86,7 +86,7 @@ when it runs as a DaemonSet pod), compiles what the node's pods must enforce
 one transaction. Then it watches the source: on every change it sends only
 the difference (a pod joining a selector is one set element, sent straight
 over netlink; a changed policy adds only its new chains, through nft, and the
-chains it no longer uses are deleted when the agent is idle), and deletes the conntrack entries of connections that are now denied,
+netlink batch that points its pods at them deletes the old ones), and deletes the conntrack entries of connections that are now denied,
 so that existing connections are cut as well as new ones refused.
 
 In a cluster, an invalid policy is left out (the others stay enforced) and

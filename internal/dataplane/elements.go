@@ -41,9 +41,20 @@ type Element struct {
 // interval set is its first address and, flagged as an interval end, the
 // address after its last (none when the range ends at the last address), so
 // nft and Elements can add and delete each other's elements.
+//
+// The same batch can delete the chains and sets that the elements leave
+// unused (a pod moved to another table chain leaves the old one unused): a
+// deletion waits for an RCU grace period in the kernel (10-30 ms here),
+// and a batch that deletes elements waits for one already.
 type Elements struct {
 	Family byte   // unix.NFPROTO_INET for an inet table
 	Table  string // the table's name
+}
+
+// Unused names the chains and the sets (maps too) that nothing refers to
+// once the elements are written.
+type Unused struct {
+	Chains, Sets []string
 }
 
 // Netlink constants of nf_tables (linux/netfilter/nf_tables.h,
@@ -52,8 +63,16 @@ const (
 	nfnlSubsysNftables = 10
 	nfnlMsgBatchBegin  = 0x10
 	nfnlMsgBatchEnd    = 0x11
+	nftMsgDelChain     = 5
+	nftMsgDelRule      = 8
+	nftMsgDelSet       = 11
 	nftMsgNewSetElem   = 12
 	nftMsgDelSetElem   = 14
+
+	nftaTableAttr = 1 // NFTA_CHAIN_TABLE, NFTA_RULE_TABLE, NFTA_SET_TABLE
+	nftaRuleChain = 2
+	nftaChainName = 3
+	nftaSetName   = 2
 
 	nftaSetElemListTable    = 1
 	nftaSetElemListSet      = 2
@@ -75,10 +94,12 @@ const (
 // ipProto is the IP protocol number of each protocol policy knows.
 var ipProto = map[l4.Protocol]byte{l4.TCP: unix.IPPROTO_TCP, l4.UDP: unix.IPPROTO_UDP, l4.SCTP: unix.IPPROTO_SCTP}
 
-// Write applies elems in one transaction, in order. On error the kernel is
-// unchanged.
-func (w Elements) Write(elems []Element) error {
-	if len(elems) == 0 {
+// Write applies elems in one transaction, in order, and then deletes what
+// unused names: the chains' rules first (so that no chain or set is still
+// referred to by a rule of another that goes), then the chains, then the
+// sets. On error the kernel is unchanged.
+func (w Elements) Write(elems []Element, unused Unused) error {
+	if len(elems) == 0 && len(unused.Chains) == 0 && len(unused.Sets) == 0 {
 		return nil
 	}
 	var b batch
@@ -96,6 +117,21 @@ func (w Elements) Write(elems []Element) error {
 			return err
 		}
 		i = j
+	}
+	named := func(typ, nameAttr uint16, name string) message {
+		var a attrs
+		a.str(nftaTableAttr, w.Table)
+		a.str(nameAttr, name)
+		return message{typ, a}
+	}
+	for _, c := range unused.Chains {
+		msgs = append(msgs, named(nftMsgDelRule, nftaRuleChain, c)) // a rule-less DELRULE empties the chain
+	}
+	for _, c := range unused.Chains {
+		msgs = append(msgs, named(nftMsgDelChain, nftaChainName, c))
+	}
+	for _, set := range unused.Sets {
+		msgs = append(msgs, named(nftMsgDelSet, nftaSetName, set))
 	}
 	// Only the last message asks for an answer: the kernel answers every
 	// message that fails anyway, and answers after the whole batch ran, so

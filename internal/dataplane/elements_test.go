@@ -50,7 +50,7 @@ func TestLabElements(t *testing.T) {
 			{Set: "m4", Delete: true, Prefix: pfx("198.18.0.1/32"), Jump: "c"},
 			{Set: "m4", Prefix: pfx("198.18.0.1/32"), Jump: "d"},
 			{Set: "m4", Prefix: pfx("198.18.0.2/32"), Jump: "c"},
-		})
+		}, dataplane.Unused{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,14 +79,53 @@ func TestLabElements(t *testing.T) {
 		err = w.Write([]dataplane.Element{
 			{Set: "a4", Interval: true, Prefix: pfx("198.18.9.9/32")},
 			{Set: "missing", Interval: true, Prefix: pfx("198.18.9.10/32")},
-		})
+		}, dataplane.Unused{})
 		if err == nil || !strings.Contains(err.Error(), "no such file or directory") {
 			t.Fatalf("write into a missing set: got %v, want ENOENT", err)
 		}
 		expectElements(t, nf, want)
 
+		// The batch deletes chains and sets after its elements: here the
+		// element that pointed at c goes, then c; y goes although x, which
+		// goes too, refers to it (rules are emptied first), and so does a6,
+		// which x's rule looks up.
+		tx = nf.NewTransaction()
+		tx.Add(&knftables.Chain{Name: "x"})
+		tx.Add(&knftables.Chain{Name: "y"})
+		tx.Add(&knftables.Rule{Chain: "x", Rule: "ip6 saddr @a6 goto y"})
+		if err := nf.Run(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+		// A chain that an element still jumps to cannot go: nothing is.
+		err = w.Write([]dataplane.Element{{Set: "a4", Interval: true, Prefix: pfx("198.18.9.9/32")}}, dataplane.Unused{Chains: []string{"c"}})
+		if err == nil || !strings.Contains(err.Error(), "resource busy") {
+			t.Fatalf("deleting a chain a map element jumps to: got %v, want EBUSY", err)
+		}
+		expectElements(t, nf, want)
+		err = w.Write([]dataplane.Element{{Set: "m4", Delete: true, Prefix: pfx("198.18.0.2/32"), Jump: "c"}},
+			dataplane.Unused{Chains: []string{"c", "y", "x"}, Sets: []string{"a6"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chains, err := nf.List(ctx, "chain")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets, err := nf.List(ctx, "set")
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(chains)
+		slices.Sort(sets)
+		if strings.Join(chains, ",") != "d" || strings.Join(sets, ",") != "a4,e4" {
+			t.Fatalf("after the batch: chains %v, sets %v; want d, and a4,e4", chains, sets)
+		}
+		want["m4"] = []string{"198.18.0.1 : jump d"}
+		delete(want, "a6")
+		expectElements(t, nf, want)
+
 		// Adding an element that is there is not an error (nft's "add").
-		if err := w.Write([]dataplane.Element{{Set: "a4", Interval: true, Prefix: pfx("198.18.0.1/32")}}); err != nil {
+		if err := w.Write([]dataplane.Element{{Set: "a4", Interval: true, Prefix: pfx("198.18.0.1/32")}}, dataplane.Unused{}); err != nil {
 			t.Fatalf("adding an existing element: %v", err)
 		}
 		expectElements(t, nf, want)
@@ -105,7 +144,7 @@ func TestElementsRejectsShapesTheKernelCannotHold(t *testing.T) {
 		{"unknown protocol", dataplane.Element{Set: "s", Prefix: pfx("198.18.0.1/32"), Proto: 9, Port: 1}, "set s: 198.18.0.1/32: unknown protocol"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := w.Write([]dataplane.Element{tc.el})
+			err := w.Write([]dataplane.Element{tc.el}, dataplane.Unused{})
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
@@ -187,19 +226,19 @@ func TestLabElementsLargeBatch(t *testing.T) {
 		// Only the last message asks for an answer: a failure further up
 		// must still fail the batch, and leave nothing applied.
 		bad := append([]dataplane.Element{{Set: "missing", Interval: true, Prefix: pfx("198.18.9.9/32")}}, add...)
-		if err := w.Write(bad); err == nil || !strings.Contains(err.Error(), "no such file or directory") {
+		if err := w.Write(bad, dataplane.Unused{}); err == nil || !strings.Contains(err.Error(), "no such file or directory") {
 			t.Fatalf("a batch whose first message names a missing set: got %v, want ENOENT", err)
 		}
 		if a := count("a4"); a != 0 {
 			t.Fatalf("after a failed batch: %d addresses, want 0", a)
 		}
-		if err := w.Write(add); err != nil {
+		if err := w.Write(add, dataplane.Unused{}); err != nil {
 			t.Fatal(err)
 		}
 		if a, e := count("a4"), count("e4"); a != n || e != n {
 			t.Fatalf("after the batch: %d addresses and %d endpoints, want %d of each", a, e, n)
 		}
-		if err := w.Write(del); err != nil {
+		if err := w.Write(del, dataplane.Unused{}); err != nil {
 			t.Fatal(err)
 		}
 		if a := count("a4"); a != n/2 {

@@ -2,7 +2,7 @@ package nft_test
 
 import (
 	"context"
-	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -198,63 +198,41 @@ func TestBaseChains(t *testing.T) {
 	}
 }
 
-// elementSink takes the element batches that would go over netlink.
-type elementSink struct{ batches int }
+// elementSink takes the batches that would go over netlink.
+type elementSink struct{ unused []dataplane.Unused }
 
-func (s *elementSink) Write([]dataplane.Element) error { s.batches++; return nil }
+func (s *elementSink) Write(_ []dataplane.Element, u dataplane.Unused) error {
+	s.unused = append(s.unused, u)
+	return nil
+}
 
-// TestLeftoversAreBounded: with an element writer, the chain a change stops
-// using stays (nothing refers to it; deleting costs the change time) until
-// Collect, or until a burst of changes leaves more than 64 of them: then
-// the next change deletes them all in its nft run.
-func TestLeftoversAreBounded(t *testing.T) {
+// TestBatchDeletesWhatTheChangeLeaves: with an element writer, the chains
+// and sets a change stops using are deleted by the element batch that
+// points the pods elsewhere, not by an nft run of their own.
+func TestBatchDeletesWhatTheChangeLeaves(t *testing.T) {
 	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
 	r := nft.New(fake)
 	sink := &elementSink{}
 	r.WriteElementsWith(sink)
 	ctx := context.Background()
-	if _, err := r.Sync(ctx, compileYAML(t, cluster)); err != nil {
+	first := compileYAML(t, cluster)
+	if _, err := r.Sync(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	chains := func() int {
-		names, err := fake.List(ctx, "chain")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(names)
-	}
-	// forward, input, ingress, egress and a's table.
-	if n := chains(); n != 5 {
-		t.Fatalf("%d chains after the first sync, want 5", n)
-	}
-	for i := 1; i <= 66; i++ {
-		// Each end port makes a's table anew: one new chain, the old one left.
-		yaml := strings.Replace(cluster, "endPort: 9100", fmt.Sprintf("endPort: %d", 9100+i), 1)
-		st, err := r.Sync(ctx, compileYAML(t, yaml))
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantCollected, wantLeft := 0, i
-		if i == 66 { // 65 left before it: over the bound
-			wantCollected, wantLeft = 65, 1
-		}
-		if st.Chains != 1 || st.Collected != wantCollected || st.Left != wantLeft || !st.Netlink {
-			t.Fatalf("change %d: %+v, want 1 chain, %d collected, %d left, over netlink", i, st, wantCollected, wantLeft)
-		}
-		if n := chains(); n != 5+wantLeft {
-			t.Fatalf("change %d: %d chains, want %d", i, n, 5+wantLeft)
-		}
-	}
-	if sink.batches != 66 {
-		t.Errorf("%d element batches, want one per change (66)", sink.batches)
-	}
-	if err := r.Collect(ctx); err != nil {
+	old := first.Tables[0].Name // a's table
+	// Without the ipBlock peer, a's table changes (a new chain) and the
+	// CIDR's set is no longer used.
+	next := compileYAML(t, strings.Replace(cluster, ", {ipBlock: {cidr: 198.18.2.0/24, except: [198.18.2.128/25]}}", "", 1))
+	cidr := first.Tables[0].Rules[1].Peer
+	st, err := r.Sync(ctx, next)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n := chains(); n != 5 {
-		t.Errorf("%d chains after Collect, want 5", n)
+	if !st.Netlink || st.Chains != 1 {
+		t.Fatalf("%+v, want one chain written and the elements over netlink", st)
 	}
-	if st, err := r.Sync(ctx, compileYAML(t, strings.Replace(cluster, "endPort: 9100", "endPort: 9166", 1))); err != nil || st.Operations != 0 {
-		t.Errorf("the same IR after Collect: %+v, %v; want no operations", st, err)
+	want := dataplane.Unused{Chains: []string{old}, Sets: []string{cidr + "-4", cidr + "-6"}}
+	if len(sink.unused) != 1 || !slices.Equal(sink.unused[0].Chains, want.Chains) || !slices.Equal(sink.unused[0].Sets, want.Sets) {
+		t.Errorf("batches deleted %+v, want one batch deleting %+v", sink.unused, want)
 	}
 }

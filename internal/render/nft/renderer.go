@@ -19,31 +19,17 @@ const TableName = "netpol"
 // It remembers what it programmed, so each Sync sends only the difference.
 // Not safe for concurrent use.
 type Renderer struct {
-	nft knftables.Interface
-	// programmed is what the kernel holds, nil until the first successful
-	// Sync: the last IR's objects and the leftovers.
-	programmed *ruleset
-	// leftovers are chains, sets and maps of earlier IRs that the kernel
-	// still holds although nothing refers to them any more (see plan).
-	leftovers leftovers
-	builder   builder
-	elements  ElementWriter
+	nft        knftables.Interface
+	programmed *ruleset // nil until the first successful Sync
+	builder    builder
+	elements   ElementWriter
 }
 
-// leftovers name unreferenced objects by kind: "chain", "set", "map".
-type leftovers map[string]map[string]bool
-
-func (l leftovers) count() int { return len(l["chain"]) + len(l["set"]) + len(l["map"]) }
-
-// objects returns the objects of rs that l names.
-func (l leftovers) objects(rs *ruleset) *ruleset {
-	return withLeftovers(newRuleset(), rs, l)
-}
-
-// ElementWriter writes set and map elements in one kernel transaction
-// without the nft binary (dataplane.Elements).
+// ElementWriter writes set and map elements, and deletes the chains and
+// sets they leave unused, in one kernel transaction without the nft binary
+// (dataplane.Elements).
 type ElementWriter interface {
-	Write([]dataplane.Element) error
+	Write([]dataplane.Element, dataplane.Unused) error
 }
 
 // WriteElementsWith has the renderer send element changes (a pod starting,
@@ -66,11 +52,6 @@ type Stats struct {
 	// Netlink: the element changes went to the kernel through the
 	// ElementWriter, and nft ran only for chains and sets, if at all.
 	Netlink bool `json:"netlink,omitempty"`
-	// Collected counts the leftovers of earlier changes that this one
-	// deleted; Left the unreferenced chains, sets and maps that the kernel
-	// holds after it (see plan).
-	Collected int `json:"collected,omitempty"`
-	Left      int `json:"left,omitempty"`
 }
 
 // Plan returns the transaction that would bring the kernel to ir, without
@@ -83,46 +64,32 @@ func (r *Renderer) Plan(ctx context.Context, ir *compile.IR) (*knftables.Transac
 
 // plan is the way from what is programmed to what is wanted, twice: as
 // one transaction (tx: all or nothing, for nft alone), and, after the first
-// sync, in phases for an element writer: adds (new sets, new and rewritten
-// chains) through nft, then every element change in one netlink batch.
-// Traffic sees the change in one step, the element batch: the additions are
+// sync, in two phases for an element writer: adds (new sets, new and
+// rewritten chains) through nft, then one netlink batch with every element
+// change and the deletion of what the change leaves unused (old chains and
+// sets). Traffic sees the change in one step, the batch: the additions are
 // not referenced until it points pods at them. The phases keep element
 // commands out of nft, which reads every element of the table before it
-// runs one.
-//
-// What the change leaves unreferenced (old chains and sets) is not deleted
-// at once: it is a leftover, deleted by Collect when the agent is idle, or
-// by the adds phase of a later change once there are more than
-// maxLeftovers. Deleting is slow whatever the table's size — the kernel
-// waits for packets in flight to leave the chains, ~10-20 ms per
-// transaction here — and a change should not wait for it: a policy change
-// then costs one nft run, and a change that only moves pods none.
+// runs one, and deletions out of their own transaction: a kernel
+// transaction that deletes waits for an RCU grace period (10-30 ms here),
+// and the batch waits for one anyway when it deletes an element.
 type plan struct {
 	tx       *knftables.Transaction
 	adds     *knftables.Transaction // nil on a first sync
 	elements []elementOp
-	// collected are the leftovers the adds phase deletes; left are those
-	// the phases leave in the kernel, this change's included.
-	collected, left leftovers
-	have            *ruleset // what the kernel held before
-	st              Stats
+	unused   dataplane.Unused
+	st       Stats
 }
 
-// maxLeftovers bounds the unreferenced objects left in the kernel during a
-// burst of changes with no idle time between them: past it the next change
-// deletes them.
-const maxLeftovers = 64
-
 func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
-	p := plan{tx: r.nft.NewTransaction(), have: r.programmed}
+	p := plan{tx: r.nft.NewTransaction()}
 	if r.programmed == nil {
 		if err := r.reconcile(ctx, p.tx, want, &p.st); err != nil {
 			return p, err
 		}
 	} else {
 		p.adds = r.nft.NewTransaction()
-		collect := r.leftovers.count() > maxLeftovers
-		p.elements, p.collected, p.left = diff(p.tx, p.adds, r.programmed, want, r.leftovers, collect, &p.st)
+		p.elements, p.unused = diff(p.tx, p.adds, r.programmed, want, &p.st)
 	}
 	p.st.Operations = p.tx.NumOperations()
 	return p, nil
@@ -135,98 +102,41 @@ func (r *Renderer) Sync(ctx context.Context, ir *compile.IR) (Stats, error) {
 	if err != nil {
 		return p.st, err
 	}
-	if p.st.Operations == 0 {
-		r.programmed = want // equal, and its containers are the ones the next build reuses
-		return p.st, nil
+	if p.st.Operations > 0 {
+		if err := r.run(ctx, &p); err != nil {
+			// The kernel is unchanged, or holds the adds; forget what we
+			// thought it held so the next Sync reconciles from what is
+			// really there.
+			r.programmed = nil
+			return p.st, fmt.Errorf("nftables transaction (%d operations): %w", p.st.Operations, err)
+		}
 	}
-	phased, err := r.run(ctx, &p)
-	if err != nil {
-		// The kernel is unchanged, or a phase of it is applied; forget what
-		// we thought it held so the next Sync reconciles from what is
-		// really there.
-		r.programmed, r.leftovers = nil, nil
-		return p.st, fmt.Errorf("nftables transaction (%d operations): %w", p.st.Operations, err)
-	}
-	if !phased { // the one transaction deleted every object want lacks
-		p.collected, p.left = unwanted(r.leftovers.objects(r.programmed), want), nil
-	}
-	p.st.Collected, p.st.Left = p.collected.count(), p.left.count()
-	r.programmed, r.leftovers = want, nil
-	if p.left.count() > 0 {
-		r.programmed, r.leftovers = withLeftovers(want, p.have, p.left), p.left
-	}
+	r.programmed = want
 	return p.st, nil
 }
 
-// Collect deletes the leftovers of earlier changes (an agent calls it when
-// it is idle).
-func (r *Renderer) Collect(ctx context.Context) error {
-	if r.programmed == nil || r.leftovers.count() == 0 {
-		return nil
-	}
-	tx := r.nft.NewTransaction()
-	deleteObjects(tx, r.leftovers)
-	if err := r.nft.Run(ctx, tx); err != nil {
-		r.programmed, r.leftovers = nil, nil
-		return fmt.Errorf("deleting unreferenced nftables objects: %w", err)
-	}
-	r.programmed, r.leftovers = without(r.programmed, r.leftovers), nil
-	return nil
-}
-
 // run applies a plan: in phases when there is an element writer and the
-// plan changes elements, else as one nft transaction; it reports whether
-// it ran the phases. When the element phase fails the adds stay applied;
-// the caller forgets what it programmed, and the next sync reconciles.
-func (r *Renderer) run(ctx context.Context, p *plan) (phased bool, err error) {
+// plan changes elements, else as one nft transaction. When the batch fails
+// the adds stay applied (nothing refers to them); the caller forgets what
+// it programmed, and the next sync reconciles.
+func (r *Renderer) run(ctx context.Context, p *plan) error {
 	if r.elements == nil || p.adds == nil || len(p.elements) == 0 {
-		return false, r.nft.Run(ctx, p.tx)
+		return r.nft.Run(ctx, p.tx)
 	}
 	els, ok := kernelElements(p.elements)
 	if !ok {
-		return false, r.nft.Run(ctx, p.tx)
+		return r.nft.Run(ctx, p.tx)
 	}
 	p.st.Netlink = true
 	if p.adds.NumOperations() > 0 {
 		if err := r.nft.Run(ctx, p.adds); err != nil {
-			return true, err
+			return err
 		}
 	}
-	if err := r.elements.Write(els); err != nil {
-		return true, fmt.Errorf("set elements over netlink: %w", err)
+	if err := r.elements.Write(els, p.unused); err != nil {
+		return fmt.Errorf("set elements over netlink: %w", err)
 	}
-	return true, nil
-}
-
-// withLeftovers returns want plus the objects of have that left names: what
-// the kernel holds after a phased change.
-func withLeftovers(want, have *ruleset, left leftovers) *ruleset {
-	rs := &ruleset{chains: maps.Clone(want.chains), sets: maps.Clone(want.sets), maps: maps.Clone(want.maps)}
-	for name := range left["chain"] {
-		rs.chains[name] = have.chains[name]
-	}
-	for name := range left["set"] {
-		rs.sets[name] = have.sets[name]
-	}
-	for name := range left["map"] {
-		rs.maps[name] = have.maps[name]
-	}
-	return rs
-}
-
-// without returns rs less the objects that names lists.
-func without(rs *ruleset, names leftovers) *ruleset {
-	out := &ruleset{chains: maps.Clone(rs.chains), sets: maps.Clone(rs.sets), maps: maps.Clone(rs.maps)}
-	for name := range names["chain"] {
-		delete(out.chains, name)
-	}
-	for name := range names["set"] {
-		delete(out.sets, name)
-	}
-	for name := range names["map"] {
-		delete(out.maps, name)
-	}
-	return out
+	return nil
 }
 
 // Size counts what a ruleset holds.
@@ -398,28 +308,11 @@ func (b both) Flush(o knftables.Object)  { b[0].Flush(o); b[1].Flush(o) }
 func (b both) Delete(o knftables.Object) { b[0].Delete(o); b[1].Delete(o) }
 
 // diff writes the transaction from have to want into tx, and the adds
-// phase into adds, returning the element changes (which are in tx too), the
-// leftovers the adds phase deletes — those of old, when collect — and the
-// objects left in the kernel after the phases: the other leftovers and what
-// this change stops referring to. Order matters within tx: new sets and
-// chains exist before anything refers to them, and old ones are deleted
-// after the last reference is gone.
-func diff(tx, adds *knftables.Transaction, have, want *ruleset, old leftovers, collect bool, st *Stats) (elements []elementOp, collected, left leftovers) {
-	gone := unwanted(have, want)
-	collected, left = leftovers{}, leftovers{}
-	for kind, names := range gone {
-		for name := range names {
-			into := left
-			if collect && old[kind][name] {
-				into = collected
-			}
-			if into[kind] == nil {
-				into[kind] = map[string]bool{}
-			}
-			into[kind][name] = true
-		}
-	}
-	deleteObjects(adds, collected) // nothing has referred to them since the last change
+// phase into adds, returning the element changes (which are in tx too) and
+// the chains and sets that want no longer has (deleted at the end of tx).
+// Order matters within tx: new sets and chains exist before anything refers
+// to them, and old ones are deleted after the last reference is gone.
+func diff(tx, adds *knftables.Transaction, have, want *ruleset, st *Stats) (elements []elementOp, unused dataplane.Unused) {
 	toAdds := both{tx, adds}
 	for _, name := range sortedKeys(want.sets) {
 		if _, ok := have.sets[name]; !ok {
@@ -449,53 +342,33 @@ func diff(tx, adds *knftables.Transaction, have, want *ruleset, old leftovers, c
 	}
 	elements = diffElements(elements, tx, have.maps, want.maps, true, st)
 	elements = diffElements(elements, tx, have.sets, want.sets, false, st)
-	deleteObjects(tx, gone)
-	return elements, collected, left
+	unused.Chains = absent(have.chains, want.chains)
+	unused.Sets = append(absent(have.sets, want.sets), absent(have.maps, want.maps)...)
+	// Emptied first, so that no rule of one refers to another or to a set.
+	for _, name := range unused.Chains {
+		tx.Flush(&knftables.Chain{Name: name})
+	}
+	for _, name := range unused.Chains {
+		tx.Delete(&knftables.Chain{Name: name})
+	}
+	for _, name := range absent(have.sets, want.sets) {
+		tx.Delete(&knftables.Set{Name: name})
+	}
+	for _, name := range absent(have.maps, want.maps) {
+		tx.Delete(&knftables.Map{Name: name})
+	}
+	return elements, unused
 }
 
-// unwanted names the objects of have that want lacks.
-func unwanted(have, want *ruleset) leftovers {
-	out := leftovers{}
-	add := func(kind, name string) {
-		if out[kind] == nil {
-			out[kind] = map[string]bool{}
-		}
-		out[kind][name] = true
-	}
-	for name := range have.chains {
-		if _, ok := want.chains[name]; !ok {
-			add("chain", name)
-		}
-	}
-	for name := range have.sets {
-		if _, ok := want.sets[name]; !ok {
-			add("set", name)
-		}
-	}
-	for name := range have.maps {
-		if _, ok := want.maps[name]; !ok {
-			add("map", name)
+// absent returns the keys of have that want lacks, sorted.
+func absent[V any](have, want map[string]V) []string {
+	var out []string
+	for _, name := range sortedKeys(have) {
+		if _, ok := want[name]; !ok {
+			out = append(out, name)
 		}
 	}
 	return out
-}
-
-// deleteObjects deletes the chains, sets and maps that names lists, which
-// nothing outside them refers to: chains are emptied first, so that their
-// rules no longer refer to each other or to the sets.
-func deleteObjects(tx ops, names leftovers) {
-	for _, name := range sortedKeys(names["chain"]) {
-		tx.Flush(&knftables.Chain{Name: name})
-	}
-	for _, name := range sortedKeys(names["chain"]) {
-		tx.Delete(&knftables.Chain{Name: name})
-	}
-	for _, name := range sortedKeys(names["set"]) {
-		tx.Delete(&knftables.Set{Name: name})
-	}
-	for _, name := range sortedKeys(names["map"]) {
-		tx.Delete(&knftables.Map{Name: name})
-	}
 }
 
 // diffElements adds and deletes elements of the sets or maps of want, and

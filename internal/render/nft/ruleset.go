@@ -3,9 +3,9 @@
 // difference against what is programmed, so a pod joining a selector is one
 // set element, and a policy change touches only the chains of the tables it
 // changed. Updates are one knftables transaction, or, with an element writer,
-// new chains and sets through nft and then the elements in one netlink batch,
-// the only step visible to traffic; what a change stops using is deleted
-// later, off the change's path (see plan). It imports compile, l4 and dataplane, and knows nothing of
+// new chains and sets through nft and then one netlink batch, the only step
+// visible to traffic, with the elements and the deletion of what the change
+// stops using (see plan). It imports compile, l4 and dataplane, and knows nothing of
 // Kubernetes or of the policy APIs.
 //
 // Layout of the table:
