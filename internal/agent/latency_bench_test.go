@@ -126,9 +126,10 @@ func BenchmarkChangeToProgrammed(b *testing.B) {
 	}
 	const changes = 1000
 	lat := make([]time.Duration, 0, changes)
+	var api []time.Duration
 	viaNetlink := 0
 	for b.Loop() {
-		lat = lat[:0]
+		lat, api = lat[:0], api[:0]
 		for i := range changes {
 			var change func() error
 			if i%2 == 0 {
@@ -174,17 +175,26 @@ func BenchmarkChangeToProgrammed(b *testing.B) {
 				}
 			}
 			lat = append(lat, time.Since(start))
+			// The part before the watch received the change: the API
+			// server's write and its watch (on the same two cores).
+			if n := w.Noticed(); !n.IsZero() {
+				api = append(api, n.Sub(start))
+			}
 			if a.Status().Stats.Netlink {
 				viaNetlink++
 			}
 		}
 	}
 	slices.Sort(lat)
-	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
-	b.Logf("%d changes: p50 %.1f ms, p99 %.1f ms, max %.1f ms", len(lat), q(0.50), q(0.99), float64(lat[len(lat)-1].Microseconds())/1000)
-	b.ReportMetric(q(0.50), "p50-ms")
-	b.ReportMetric(q(0.99), "p99-ms")
-	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
+	slices.Sort(api)
+	q := func(d []time.Duration, p float64) float64 { return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1000 }
+	b.Logf("%d changes: p50 %.1f ms, p99 %.1f ms, max %.1f ms; of which until the watch had them: p50 %.1f ms, p99 %.1f ms",
+		len(lat), q(lat, 0.50), q(lat, 0.99), q(lat, 1), q(api, 0.50), q(api, 0.99))
+	b.ReportMetric(q(lat, 0.50), "p50-ms")
+	b.ReportMetric(q(lat, 0.99), "p99-ms")
+	b.ReportMetric(q(lat, 1), "max-ms")
+	b.ReportMetric(q(api, 0.50), "watch-p50-ms")
+	b.ReportMetric(q(api, 0.99), "watch-p99-ms")
 	b.ReportMetric(float64(viaNetlink), "netlink-changes")
 }
 

@@ -163,7 +163,8 @@ type mirror struct {
 	opts    source.Options
 	mu      sync.Mutex
 	objects map[string]decoded
-	keys    []string // of objects, sorted: a snapshot never sorts 20k keys
+	keys    []string  // of objects, sorted: a snapshot never sorts 20k keys
+	ordered []decoded // the objects in the order of keys: a snapshot looks up none
 	version uint64
 }
 
@@ -220,9 +221,10 @@ func (m *mirror) set(obj runtime.Object, tm metav1.TypeMeta) bool {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.objects[key]; !ok {
-		i, _ := slices.BinarySearch(m.keys, key)
-		m.keys = slices.Insert(m.keys, i, key)
+	if i, found := slices.BinarySearch(m.keys, key); found {
+		m.ordered[i] = d
+	} else {
+		m.keys, m.ordered = slices.Insert(m.keys, i, key), slices.Insert(m.ordered, i, d)
 	}
 	m.objects[key] = d
 	m.version++
@@ -241,7 +243,7 @@ func (m *mirror) remove(obj any, kind string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if i, found := slices.BinarySearch(m.keys, key); found {
-		m.keys = slices.Delete(m.keys, i, i+1)
+		m.keys, m.ordered = slices.Delete(m.keys, i, i+1), slices.Delete(m.ordered, i, i+1)
 	}
 	delete(m.objects, key)
 	m.version++
@@ -255,9 +257,9 @@ func (m *mirror) snapshot() ([]source.Object, diag.List, string) {
 	defer m.mu.Unlock()
 	objs := make([]source.Object, 0, len(m.keys))
 	var diags diag.List
-	for _, k := range m.keys {
-		objs = append(objs, m.objects[k].objs...)
-		diags = append(diags, m.objects[k].diags...)
+	for _, d := range m.ordered {
+		objs = append(objs, d.objs...)
+		diags = append(diags, d.diags...)
 	}
 	return objs, diags, "cluster-" + strconv.FormatUint(m.version, 10)
 }
