@@ -187,7 +187,9 @@ func BenchmarkChangeToProgrammed(b *testing.B) {
 	}
 	slices.Sort(lat)
 	slices.Sort(api)
-	q := func(d []time.Duration, p float64) float64 { return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1000 }
+	q := func(d []time.Duration, p float64) float64 {
+		return float64(d[int(p*float64(len(d)-1))].Microseconds()) / 1000
+	}
 	b.Logf("%d changes: p50 %.1f ms, p99 %.1f ms, max %.1f ms; of which until the watch had them: p50 %.1f ms, p99 %.1f ms",
 		len(lat), q(lat, 0.50), q(lat, 0.99), q(lat, 1), q(api, 0.50), q(api, 0.99))
 	b.ReportMetric(q(lat, 0.50), "p50-ms")

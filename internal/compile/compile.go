@@ -3,6 +3,7 @@ package compile
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"iter"
 	"net/netip"
 	"slices"
 	"sort"
@@ -41,16 +42,24 @@ type cachedSet struct {
 
 // reuse returns the set called name made from the same pods, if the last IR
 // had it, and keeps it for the next.
-func (c *compiler) reuse(name, key string, pods []*state.Pod, ports bool) (cachedSet, bool) {
+func (c *compiler) reuse(name, key string, pods iter.Seq[*state.Pod], ports bool) (cachedSet, bool) {
 	s, ok := c.last[name]
-	if !ok || s.key != key || len(s.pods) != len(pods) {
+	if !ok || s.key != key {
 		return s, false
 	}
-	for i, p := range pods {
+	i := 0
+	for p := range pods {
+		if i == len(s.pods) {
+			return s, false
+		}
 		q := s.pods[i]
 		if p != q && (!slices.Equal(p.IPs, q.IPs) || p.HostNetwork != q.HostNetwork || ports && !slices.Equal(p.Ports, q.Ports)) {
 			return s, false
 		}
+		i++
+	}
+	if i != len(s.pods) {
+		return s, false
 	}
 	c.next[name] = s
 	return s, true
@@ -211,11 +220,11 @@ func (c *compiler) addrSet(peer engine.PeerSet) string {
 	s := &AddrSet{Name: name, Key: peer.Key}
 	switch peer.Kind {
 	case policy.PeerPods:
-		pods := peer.Pods()
-		if last, ok := c.reuse(name, peer.Key, pods, false); ok {
+		if last, ok := c.reuse(name, peer.Key, peer.All(), false); ok {
 			c.sets[name] = last.addrs
 			return name
 		}
+		pods := peer.Pods()
 		for _, p := range pods {
 			for _, ip := range p.IPs {
 				s.Prefixes = append(s.Prefixes, netip.PrefixFrom(ip, ip.BitLen()))
@@ -263,7 +272,7 @@ func (c *compiler) endpointSet(peer engine.PeerSet, pm policy.PortMatch) string 
 			}
 		}
 	}
-	if last, ok := c.reuse(name, key, pods, true); ok {
+	if last, ok := c.reuse(name, key, slices.Values(pods), true); ok {
 		c.endpoints[name] = last.endpoints
 		return name
 	}

@@ -81,6 +81,12 @@ func (e *Engine) Staged() *Engine { return e.staged }
 // place.
 func newEngine(ix *index, set *policy.Set, opts Options, prev *Engine) *Engine {
 	e := &Engine{c: ix.c, set: set, opts: opts, ix: ix, bySubject: map[int32][]*compiled{}}
+	if prev != nil && prev.set == set {
+		// The same policies (a pod changed): what they compiled to stays.
+		e.policies, e.bySubject, e.blocks, e.relative = prev.policies, prev.bySubject, prev.blocks, prev.relative
+		e.carryApplicable(prev)
+		return e
+	}
 	policies := set.Policies()
 	blockIDs := map[string]bool{}
 	// inPlace: every policy has the rank and subject it had in prev.

@@ -12,6 +12,7 @@
 package engine
 
 import (
+	"maps"
 	"slices"
 	"sort"
 
@@ -145,6 +146,20 @@ type index struct {
 	// replaced are the pods that next matched again: those of c that are
 	// not the previous index's.
 	replaced []int32
+	// inherited: the atom maps and member lists are the previous index's
+	// (next shares them); resolving a new atom copies them first.
+	inherited bool
+}
+
+// own copies what the index shares with the one it was made from, before
+// the first new atom is written into it.
+func (ix *index) own() {
+	if !ix.inherited {
+		return
+	}
+	ix.nsAtomIDs, ix.podAtomIDs = maps.Clone(ix.nsAtomIDs), maps.Clone(ix.podAtomIDs)
+	ix.nsMember, ix.podMember = clipAll(ix.nsMember), clipAll(ix.podMember)
+	ix.inherited = false
 }
 
 func newIndex(c *state.Cluster) *index {
@@ -176,6 +191,7 @@ func (ix *index) nsAtom(sel policy.Selector) int32 {
 	if id, ok := ix.nsAtomIDs[sel.Text]; ok {
 		return id
 	}
+	ix.own()
 	id := int32(len(ix.nsAtoms))
 	ix.nsAtomIDs[sel.Text] = id
 	var members []int32
@@ -205,6 +221,7 @@ func (ix *index) podAtom(sc scope, sel policy.Selector) int32 {
 	if id, ok := ix.podAtomIDs[key]; ok {
 		return id
 	}
+	ix.own()
 	id := int32(len(ix.podAtoms))
 	ix.podAtomIDs[key] = id
 	members := ix.resolvePods(sc, sel)

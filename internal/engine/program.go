@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"iter"
+	"slices"
 	"strings"
 
 	"github.com/netpol/netpol/internal/policy"
@@ -54,20 +56,26 @@ type PeerSet struct {
 }
 
 // Pods lists the members of a PeerPods peer: never host-network pods.
-func (ps PeerSet) Pods() []*state.Pod {
-	if ps.Kind != policy.PeerPods {
-		return nil
-	}
-	ns := ps.peer.Pods.Namespaces
-	var pods []*state.Pod
-	for _, id := range ps.e.ix.podAtoms[ps.peer.atom].members {
-		pod := ps.e.c.Pods[id]
-		if ns.Relative() && !ns.Matches(pod.Namespace.Name, pod.Namespace.Labels, ps.subject.Namespace.Name, ps.subject.Namespace.Labels) {
-			continue
+func (ps PeerSet) Pods() []*state.Pod { return slices.Collect(ps.All()) }
+
+// All yields the members of a PeerPods peer, as Pods lists them, without
+// making the list.
+func (ps PeerSet) All() iter.Seq[*state.Pod] {
+	return func(yield func(*state.Pod) bool) {
+		if ps.Kind != policy.PeerPods {
+			return
 		}
-		pods = append(pods, pod)
+		ns := ps.peer.Pods.Namespaces
+		for _, id := range ps.e.ix.podAtoms[ps.peer.atom].members {
+			pod := ps.e.c.Pods[id]
+			if ns.Relative() && !ns.Matches(pod.Namespace.Name, pod.Namespace.Labels, ps.subject.Namespace.Name, ps.subject.Namespace.Labels) {
+				continue
+			}
+			if !yield(pod) {
+				return
+			}
+		}
 	}
-	return pods
 }
 
 // Nodes lists the members of a PeerNodes peer.

@@ -96,17 +96,20 @@ func (ix *index) next(c *state.Cluster) (*index, bool) {
 			return nil, false // resolving afresh is cheaper
 		}
 	}
+	// Shared until written: appends to the clipped slices copy them, and
+	// own copies the maps and member lists before a new atom goes in.
 	nx := &index{
 		c:          c,
 		nsIDs:      ix.nsIDs, // namespaces are the same
 		nsLabels:   ix.nsLabels,
 		podLabels:  ix.podLabels,
-		nsAtoms:    slices.Clip(ix.nsAtoms), // appends must not write into ix's arrays
-		nsAtomIDs:  maps.Clone(ix.nsAtomIDs),
-		nsMember:   clipAll(ix.nsMember),
+		nsAtoms:    slices.Clip(ix.nsAtoms),
+		nsAtomIDs:  ix.nsAtomIDs,
+		nsMember:   ix.nsMember,
 		podAtoms:   slices.Clip(ix.podAtoms),
-		podAtomIDs: maps.Clone(ix.podAtomIDs),
-		podMember:  clipAll(ix.podMember),
+		podAtomIDs: ix.podAtomIDs,
+		podMember:  ix.podMember,
+		inherited:  true,
 	}
 	if len(changed) == 0 {
 		return nx, true
@@ -114,6 +117,7 @@ func (ix *index) next(c *state.Cluster) (*index, bool) {
 	nx.replaced = changed
 	nx.podLabels = ix.podLabels.replaced(old, c, changed)
 	nx.podAtoms = slices.Clone(ix.podAtoms)
+	nx.podMember = slices.Clone(ix.podMember) // the lists of the changed pods are new
 	for _, id := range changed {
 		p := c.Pods[id]
 		var member []int32

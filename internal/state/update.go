@@ -64,40 +64,57 @@ func (b *Builder) update(objects []source.Object) (*Cluster, bool) {
 		return nil, false
 	}
 	next := *b.last // the look-ups hold IDs and names, which stay
-	next.Pods = b.last.Pods
-	next.Policies = make([]source.Object, 0, len(b.last.Policies))
-	values := make([]any, 0, len(b.lastValues))
-	copied := false
+	// The slices are the last snapshot's until something differs.
+	podsCopied, policies := false, 0
+	i := 0 // cluster objects seen
 	for _, o := range objects {
 		if !isClusterObject(o.Value) {
 			if np, ok := o.Value.(*networkingv1.NetworkPolicy); ok && next.namespaces[defaultNS(np.Namespace)] == nil {
 				return nil, false // it would create a namespace
 			}
+			if policies < len(b.last.Policies) && sameSlice(next.Policies, b.last.Policies) && b.last.Policies[policies].Value == o.Value {
+				policies++
+				continue
+			}
+			if sameSlice(next.Policies, b.last.Policies) {
+				next.Policies = append(make([]source.Object, 0, len(b.last.Policies)+1), b.last.Policies[:policies]...)
+			}
 			next.Policies = append(next.Policies, o)
+			policies++
 			continue
 		}
-		i := len(values)
-		values = append(values, o.Value)
 		if i >= len(b.lastValues) {
 			return nil, false
 		}
-		if o.Value == b.lastValues[i] {
+		was := b.lastValues[i]
+		// Written in place: if this fails, Build replaces them all.
+		b.lastValues[i] = o.Value
+		i++
+		if o.Value == was {
 			continue
 		}
-		p, ok := b.replacement(o, b.lastValues[i])
+		p, ok := b.replacement(o, was)
 		if !ok {
 			return nil, false
 		}
-		if !copied {
-			next.Pods, copied = slices.Clone(next.Pods), true
+		if !podsCopied {
+			next.Pods, podsCopied = slices.Clone(next.Pods), true
 		}
 		next.Pods[p.ID] = p
 	}
-	if len(values) != len(b.lastValues) {
+	if i != len(b.lastValues) {
 		return nil, false
 	}
-	b.last, b.lastValues = &next, values
+	if policies < len(next.Policies) { // policies went away at the end
+		next.Policies = next.Policies[:policies:policies]
+	}
+	b.last = &next
 	return &next, true
+}
+
+// sameSlice reports whether a and b are the same slice, not only equal ones.
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // replacement returns the pod that the Pod object o makes in place of the
