@@ -24,12 +24,38 @@ func Node(e *engine.Engine, node string) *IR { return new(Compiler).Node(e, node
 // ports, the same ports): comparing a set's members is much cheaper than
 // listing their addresses and sorting them, and most sets do not change
 // when one pod or one policy does. Not safe for concurrent use.
+//
+// Tables are kept too: a pod whose policies are the same ones as last time
+// (engine.ProgramKey) and that did not change itself keeps its tables, and
+// only their sets are made again, from the new engine.
 type Compiler struct {
 	// AuditDenies logs every deny (deny rules of all tiers and NetworkPolicy
 	// isolation), whatever the policies' audit annotations say.
 	AuditDenies bool
 
-	last map[string]cachedSet // by set name
+	last       map[string]cachedSet // by set name
+	lastTables map[tableKey]cachedTable
+}
+
+// tableKey is what a table compiled for one pod depends on.
+type tableKey struct {
+	prog engine.ProgramKey
+	pod  *state.Pod
+	dir  policy.Direction
+}
+
+// cachedTable is a pod's table (nil when no policy applies) with the peers
+// whose sets its rules name.
+type cachedTable struct {
+	table *Table // its Pods left empty
+	uses  []setUse
+}
+
+// setUse is a set a table names: the addresses of a peer, or, with port,
+// the endpoints of a named port of a peer.
+type setUse struct {
+	peer engine.PeerSet
+	port *policy.PortMatch
 }
 
 // cachedSet is a set of an IR with the pods it was made from.
@@ -68,8 +94,9 @@ func (c *compiler) reuse(name, key string, pods iter.Seq[*state.Pod], ports bool
 // Node compiles the IR of node.
 func (k *Compiler) Node(e *engine.Engine, node string) *IR {
 	c := &compiler{e: e, ir: &IR{Node: node}, tables: map[string]*Table{}, sets: map[string]*AddrSet{}, endpoints: map[string]*EndpointSet{},
-		auditDenies: k.AuditDenies, last: k.last, next: map[string]cachedSet{}}
-	defer func() { k.last = c.next }()
+		auditDenies: k.AuditDenies, last: k.last, next: map[string]cachedSet{},
+		lastTables: k.lastTables, nextTables: map[tableKey]cachedTable{}}
+	defer func() { k.last, k.lastTables = c.next, c.nextTables }()
 	for _, pod := range e.Cluster().Pods {
 		if pod.Node != node || pod.HostNetwork || len(pod.IPs) == 0 {
 			continue
@@ -102,17 +129,52 @@ type compiler struct {
 	endpoints   map[string]*EndpointSet
 	auditedNP   map[policy.Ref]bool // NetworkPolicies that log their denies; nil until needed
 	auditDenies bool
-	// last are the sets of the previous IR that may be reused, next those
-	// of this IR that may be reused by the next one.
-	last, next map[string]cachedSet
+	// last are the sets and tables of the previous IR that may be reused,
+	// next those of this IR that the next one may reuse.
+	last, next             map[string]cachedSet
+	lastTables, nextTables map[tableKey]cachedTable
+	uses                   []setUse // of the table being compiled
 }
 
 // table compiles one direction of pod and returns the name of its table,
 // shared with every pod whose rules came out the same.
 func (c *compiler) table(pod *state.Pod, dir policy.Direction) string {
+	key := tableKey{c.e.ProgramKey(pod), pod, dir}
+	ct, ok := c.lastTables[key]
+	if !ok {
+		c.uses = nil
+		ct = cachedTable{table: c.compileTable(pod, dir)}
+		ct.uses = c.uses
+	} else {
+		for i := range ct.uses {
+			u := &ct.uses[i]
+			u.peer = u.peer.For(c.e) // and the cache lets go of the old engine
+			if u.port == nil {
+				c.addrSet(u.peer)
+			} else {
+				c.endpointSet(u.peer, *u.port)
+			}
+		}
+	}
+	c.nextTables[key] = ct
+	if ct.table == nil {
+		return ""
+	}
+	t, ok := c.tables[ct.table.Name]
+	if !ok {
+		copied := *ct.table // Pods are this IR's
+		t = &copied
+		c.tables[t.Name] = t
+	}
+	t.Pods = append(t.Pods, pod.Key())
+	return t.Name
+}
+
+// compileTable compiles one direction of pod, nil when no policy applies.
+func (c *compiler) compileTable(pod *state.Pod, dir policy.Direction) *Table {
 	prog := c.e.Program(pod, dir)
 	if prog.Empty() {
-		return ""
+		return nil
 	}
 	t := &Table{Dir: dir, Default: Accept}
 	for _, ar := range prog.Admin {
@@ -135,13 +197,7 @@ func (c *compiler) table(pod *state.Pod, dir policy.Direction) string {
 		auditDenies(t)
 	}
 	t.Name = tableName(t)
-	if shared, ok := c.tables[t.Name]; ok {
-		t = shared
-	} else {
-		c.tables[t.Name] = t
-	}
-	t.Pods = append(t.Pods, pod.Key())
-	return t.Name
+	return t
 }
 
 // rules appends the kernel rules of one policy rule: one per peer (the
@@ -187,12 +243,14 @@ func (c *compiler) rules(out []Rule, pod *state.Pod, dir policy.Direction, tier 
 			k.Ports = ranges
 			if peer.Kind != 0 {
 				k.Peer = c.addrSet(peer)
+				c.uses = append(c.uses, setUse{peer: peer})
 			}
 			out = append(out, k)
 		}
 		for _, pm := range named {
 			k := base
 			k.Endpoints = c.endpointSet(peer, pm)
+			c.uses = append(c.uses, setUse{peer: peer, port: &pm})
 			out = append(out, k)
 		}
 	}

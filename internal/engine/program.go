@@ -55,6 +55,32 @@ type PeerSet struct {
 	subject *state.Pod
 }
 
+// For returns the peer as e decides it: e must be the engine the peer came
+// from or one that Update made from it, and the peer must have come for a
+// pod with the same ProgramKey in e (compile keeps tables across engines).
+func (ps PeerSet) For(e *Engine) PeerSet {
+	ps.e = e
+	return ps
+}
+
+// ProgramKey identifies the policies that select a pod, as Program sees
+// them: a pod has the same Program in e and in an engine that Update made
+// from e while its key and the pod itself are the same. Keys of engines
+// that share no Update lineage never collide.
+type ProgramKey struct {
+	list **compiled // where the list of the pod's applicable policies starts
+	n    int
+}
+
+// ProgramKey returns pod's key.
+func (e *Engine) ProgramKey(pod *state.Pod) ProgramKey {
+	list := e.applicable(pod)
+	if len(list) == 0 {
+		return ProgramKey{}
+	}
+	return ProgramKey{&list[0], len(list)}
+}
+
 // Pods lists the members of a PeerPods peer: never host-network pods.
 func (ps PeerSet) Pods() []*state.Pod { return slices.Collect(ps.All()) }
 
