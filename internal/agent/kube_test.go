@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -123,11 +125,7 @@ spec:
 // mustCreate creates the objects of a YAML stream in c.
 func mustCreate(t *testing.T, c *kubetest.Cluster, stream string) {
 	t.Helper()
-	objs, err := kubetest.Manifests(stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(t.Context(), objs); err != nil {
+	if err := c.Create(t.Context(), manifests(t, stream)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -324,4 +322,116 @@ func waitEvent(t *testing.T, cs kubernetes.Interface, object, reason, contains s
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("no Warning Event %s for %s containing %q", reason, object, contains)
+}
+
+// TestAgentFollowsAdminTiers: BaselineAdminNetworkPolicy and
+// ClusterNetworkPolicy created, patched and deleted through a real API
+// server, and web's ingress chain after each (knftables' fake as the
+// kernel): every rule is a verdict and the policy rule it comes from, once
+// per address family.
+func TestAgentFollowsAdminTiers(t *testing.T) {
+	c := kubetest.Start(t)
+	ctx := t.Context()
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// shop without its NetworkPolicy: nothing isolates web.
+	mustCreate(t, c, shop[:strings.Index(shop, "---\napiVersion: networking.k8s.io/v1")])
+	w, err := kube.NewWatch(c.Config, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
+	a := agent.New(agent.Config{Node: "node-1", Input: w}, nft.New(fake), nil)
+	if err := a.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	webChain := func(st agent.Status) []string {
+		t.Helper()
+		for _, p := range st.IR.Pods {
+			if p.Pod != "shop/web" || p.Ingress == "" {
+				continue
+			}
+			rules, err := fake.ListRules(ctx, p.Ingress)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, r := range rules {
+				words := strings.Fields(r.Rule)
+				out = append(out, words[len(words)-1]+" "+*r.Comment)
+			}
+			return out
+		}
+		return nil // no ingress table
+	}
+	banps := dyn.Resource(schema.GroupVersionResource{Group: "policy.networking.k8s.io", Version: "v1alpha1", Resource: "baselineadminnetworkpolicies"})
+	cnps := dyn.Resource(schema.GroupVersionResource{Group: "policy.networking.k8s.io", Version: "v1alpha2", Resource: "clusternetworkpolicies"})
+	twice := func(rule string) []string { return []string{rule, rule} } // IPv4, IPv6
+	st := a.Status()
+	for _, step := range []struct {
+		name   string
+		change func() error
+		want   []string
+	}{
+		{"BANP created", func() error {
+			return c.Create(ctx, manifests(t, `
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: BaselineAdminNetworkPolicy
+metadata: {name: default}
+spec:
+  subject: {pods: {namespaceSelector: {}, podSelector: {matchLabels: {app: web}}}}
+  ingress: [{name: frontends, action: Deny, from: [{pods: {namespaceSelector: {}, podSelector: {matchLabels: {app: frontend}}}}]}]
+`))
+		}, twice("drop BaselineAdminNetworkPolicy default frontends")},
+		{"BANP patched to Allow", func() error {
+			_, err := banps.Patch(ctx, "default", types.MergePatchType,
+				[]byte(`{"spec":{"ingress":[{"name":"frontends","action":"Allow","from":[{"pods":{"namespaceSelector":{},"podSelector":{"matchLabels":{"app":"frontend"}}}}]}]}}`), metav1.PatchOptions{})
+			return err
+		}, twice("return BaselineAdminNetworkPolicy default frontends")},
+		{"CNP created in the admin tier", func() error {
+			return c.Create(ctx, manifests(t, `
+apiVersion: policy.networking.k8s.io/v1alpha2
+kind: ClusterNetworkPolicy
+metadata: {name: guard}
+spec:
+  tier: Admin
+  priority: 10
+  subject: {pods: {namespaceSelector: {}, podSelector: {matchLabels: {app: web}}}}
+  ingress: [{name: clients, action: Deny, from: [{pods: {namespaceSelector: {}, podSelector: {matchLabels: {app: client}}}}]}]
+`))
+		}, append(twice("drop ClusterNetworkPolicy guard clients"), twice("return BaselineAdminNetworkPolicy default frontends")...)},
+		{"CNP patched to Accept", func() error {
+			_, err := cnps.Patch(ctx, "guard", types.MergePatchType,
+				[]byte(`{"spec":{"ingress":[{"name":"clients","action":"Accept","from":[{"pods":{"namespaceSelector":{},"podSelector":{"matchLabels":{"app":"client"}}}}]}]}}`), metav1.PatchOptions{})
+			return err
+		}, append(twice("return ClusterNetworkPolicy guard clients"), twice("return BaselineAdminNetworkPolicy default frontends")...)},
+		{"CNP deleted", func() error { return cnps.Delete(ctx, "guard", metav1.DeleteOptions{}) },
+			twice("return BaselineAdminNetworkPolicy default frontends")},
+		{"BANP deleted: web has no table", func() error { return banps.Delete(ctx, "default", metav1.DeleteOptions{}) }, nil},
+	} {
+		if err := step.change(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		st = passUntil(t, ctx, a, w, st.Programmed)
+		if got := webChain(st); !slices.Equal(got, step.want) {
+			t.Errorf("%s: web's ingress chain\n%s\nwant\n%s", step.name, strings.Join(got, "\n"), strings.Join(step.want, "\n"))
+		}
+	}
+	if els := elementsOf(t, fake, "ingress-4"); els != "" {
+		t.Errorf("ingress-4 map keys = %q, want none", els)
+	}
+}
+
+func manifests(t *testing.T, stream string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := kubetest.Manifests(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
 }
