@@ -363,11 +363,12 @@ func diff(tx, adds *knftables.Transaction, have, want *ruleset, st *Stats) (elem
 // absent returns the keys of have that want lacks, sorted.
 func absent[V any](have, want map[string]V) []string {
 	var out []string
-	for _, name := range sortedKeys(have) {
+	for name := range have {
 		if _, ok := want[name]; !ok {
 			out = append(out, name)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 
