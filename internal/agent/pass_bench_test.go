@@ -38,12 +38,17 @@ func (s *sliceInput) Read() ([]source.Object, diag.List, string, error) {
 
 func (s *sliceInput) Changed() <-chan struct{} { return nil }
 
+func byKey(a, b source.Object) int {
+	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
 // BenchmarkPass times the agent's pass on node-001 of the 10k-pod cluster
 // (100 nodes) without an API server: the same changes as
 // BenchmarkChangeToProgrammed — a pod's app label flipped, a NetworkPolicy's
-// port changed, alternately — made to the objects in memory, then one
-// pass: build, compile, nft and netlink in a network namespace of its own.
-// relabel-ms and policy-ms are the mean pass of each kind.
+// port changed — and a third, a pod of node-001 created or deleted, in
+// turn, made to the objects in memory, then one pass: build, compile, nft
+// and netlink in a network namespace of its own. relabel-ms, policy-ms and
+// pod-churn-ms are the mean pass of each kind.
 //
 //	go test ./internal/agent -run XXX -bench 'Pass$' -benchtime 200x
 func BenchmarkPass(b *testing.B) {
@@ -63,9 +68,7 @@ func BenchmarkPass(b *testing.B) {
 	})].Value
 	// The objects in the order of the kube mirror: by kind, namespace and
 	// name.
-	slices.SortFunc(objs, func(a, b source.Object) int {
-		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
+	slices.SortFunc(objs, byKey)
 	podAt := slices.IndexFunc(objs, func(o source.Object) bool { return o.Value == pod })
 	npAt := slices.IndexFunc(objs, func(o source.Object) bool { return o.Value == np })
 	in := &sliceInput{objs: objs}
@@ -81,12 +84,28 @@ func BenchmarkPass(b *testing.B) {
 		if err := a.Pass(ctx); err != nil {
 			b.Fatal(err)
 		}
-		var took [2]time.Duration // relabels, policy changes
-		var n [2]int
+		var took [3]time.Duration // relabels, policy changes, pods created or deleted
+		var n [3]int
+		at := func(v any) int { return slices.IndexFunc(in.objs, func(o source.Object) bool { return o.Value == v }) }
+		// The churning pod: a copy of the relabelled one, under a name of
+		// its own, created and deleted in turn.
+		extra := in.objs[podAt]
+		extraPod := extra.Value.(*corev1.Pod).DeepCopy()
+		extraPod.Name, extraPod.Status.PodIP, extraPod.Status.PodIPs = extraPod.Name+"-churn", "", nil
+		extra.Name, extra.Value = extraPod.Name, extraPod
 		for b.Loop() {
 			in.gen++
-			kind := in.gen % 2
-			if kind == 0 {
+			kind := in.gen % 3
+			switch kind {
+			case 2:
+				if i := at(extra.Value); i >= 0 {
+					in.objs = slices.Delete(in.objs, i, i+1)
+				} else {
+					i, _ := slices.BinarySearchFunc(in.objs, extra, byKey)
+					in.objs = slices.Insert(in.objs, i, extra)
+				}
+				podAt, npAt = at(in.objs[podAt].Value), at(in.objs[npAt].Value)
+			case 0:
 				p := in.objs[podAt].Value.(*corev1.Pod).DeepCopy()
 				if p.Labels["app"] == "cache" {
 					p.Labels["app"] = "db"
@@ -94,7 +113,7 @@ func BenchmarkPass(b *testing.B) {
 					p.Labels["app"] = "cache"
 				}
 				in.objs[podAt].Value = p
-			} else {
+			case 1:
 				np := in.objs[npAt].Value.(*networkingv1.NetworkPolicy).DeepCopy()
 				port := intstr.FromInt32(int32(20000 + in.gen))
 				// As the other benchmark's merge patch: one rule, one port.
@@ -108,7 +127,7 @@ func BenchmarkPass(b *testing.B) {
 			took[kind] += time.Since(start)
 			n[kind]++
 		}
-		for kind, unit := range []string{"relabel-ms", "policy-ms"} {
+		for kind, unit := range []string{"relabel-ms", "policy-ms", "pod-churn-ms"} {
 			if n[kind] > 0 {
 				b.ReportMetric(float64(took[kind].Microseconds())/1000/float64(n[kind]), unit)
 			}
