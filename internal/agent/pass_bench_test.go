@@ -91,7 +91,9 @@ func BenchmarkPass(b *testing.B) {
 		// its own, created and deleted in turn.
 		extra := in.objs[podAt]
 		extraPod := extra.Value.(*corev1.Pod).DeepCopy()
-		extraPod.Name, extraPod.Status.PodIP, extraPod.Status.PodIPs = extraPod.Name+"-churn", "", nil
+		// With its address, as a kubelet reports it (netpol assigns the
+		// generator's pods theirs from 198.18.1.0 up).
+		extraPod.Name, extraPod.Status.PodIP, extraPod.Status.PodIPs = extraPod.Name+"-churn", "198.18.0.200", nil
 		extra.Name, extra.Value = extraPod.Name, extraPod
 		for b.Loop() {
 			in.gen++

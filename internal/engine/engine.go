@@ -211,9 +211,17 @@ func (e *Engine) carryApplicable(prev *Engine) {
 			e.applies.lists[i] = list
 		}
 	}
-	if len(e.ix.replaced) > 0 {
+	if len(e.ix.replaced) > 0 || e.ix.from != nil {
 		e.applies.lists = slices.Clip(e.applies.lists)
 		e.applies.listOf = slices.Clone(prev.applies.listOf)
+		if from := e.ix.from; from != nil { // pods moved: new pods are in replaced
+			e.applies.listOf = make([]int32, len(from))
+			for id, old := range from {
+				if old >= 0 {
+					e.applies.listOf[id] = prev.applies.listOf[old]
+				}
+			}
+		}
 		e.applies.index = maps.Clone(prev.applies.index)
 		var key []byte
 		for _, pod := range e.ix.replaced {

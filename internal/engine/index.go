@@ -146,6 +146,9 @@ type index struct {
 	// replaced are the pods that next matched again: those of c that are
 	// not the previous index's.
 	replaced []int32
+	// from maps each pod ID to the pod's ID in the previous index (-1 for a
+	// new pod), when next renumbered them; nil when IDs stayed.
+	from []int32
 	// inherited: the atom maps and member lists are the previous index's
 	// (next shares them); resolving a new atom copies them first.
 	inherited bool

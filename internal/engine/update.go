@@ -74,27 +74,19 @@ func (e *Engine) garbage() bool {
 	return len(used) > 2*n+1024
 }
 
-// next returns a copy of ix over c, with the pods that c replaced matched
-// again against every atom, or false when c is not ix's snapshot with some
-// pods replaced in place. ix is not changed: whatever next changes it
-// copies first.
+// next returns a copy of ix over c, with the pods that c replaced or added
+// matched again against every atom, or false when c is not ix's snapshot
+// with some pods replaced, added or deleted (state.Builder's snapshots).
+// When pods came or went, IDs after them moved: every ID list is
+// renumbered. ix is not changed: whatever next changes it copies first.
 func (ix *index) next(c *state.Cluster) (*index, bool) {
 	old := ix.c
-	if !sameSlice(c.Namespaces, old.Namespaces) || len(c.Pods) != len(old.Pods) {
+	if !sameSlice(c.Namespaces, old.Namespaces) {
 		return nil, false
 	}
-	var changed []int32
-	for i, p := range c.Pods {
-		if p == old.Pods[i] {
-			continue
-		}
-		if q := old.Pods[i]; p.ID != q.ID || p.Namespace != q.Namespace || p.Name != q.Name {
-			return nil, false
-		}
-		changed = append(changed, int32(i))
-		if len(changed) > len(c.Pods)/8 {
-			return nil, false // resolving afresh is cheaper
-		}
+	from, changed, ok := matchPods(old, c)
+	if !ok || len(changed) > len(c.Pods)/8 {
+		return nil, false // resolving afresh is cheaper
 	}
 	// Shared until written: appends to the clipped slices copy them, and
 	// own copies the maps and member lists before a new atom goes in.
@@ -110,16 +102,29 @@ func (ix *index) next(c *state.Cluster) (*index, bool) {
 		podAtomIDs: ix.podAtomIDs,
 		podMember:  ix.podMember,
 		inherited:  true,
+		from:       from,
 	}
-	if len(changed) == 0 {
+	if len(changed) == 0 && from == nil {
 		return nx, true
 	}
 	nx.replaced = changed
-	nx.podLabels = ix.podLabels.replaced(old, c, changed)
 	nx.podAtoms = slices.Clone(ix.podAtoms)
-	nx.podMember = slices.Clone(ix.podMember) // the lists of the changed pods are new
+	was := func(id int32) []int32 { return ix.podMember[id] } // a pod's atoms in ix
+	if from == nil {
+		nx.podLabels = ix.podLabels.replaced(old, c, changed)
+		nx.podMember = slices.Clone(ix.podMember) // the lists of the changed pods are new
+	} else {
+		nx.renumber(ix, from)
+		was = func(id int32) []int32 {
+			if from[id] < 0 {
+				return nil
+			}
+			return ix.podMember[from[id]]
+		}
+	}
 	for _, id := range changed {
 		p := c.Pods[id]
+		before := was(id)
 		var member []int32
 		for a := range nx.podAtoms {
 			atom := &nx.podAtoms[a]
@@ -127,13 +132,99 @@ func (ix *index) next(c *state.Cluster) (*index, bool) {
 			if now {
 				member = append(member, int32(a))
 			}
-			if was := has(ix.podMember[id], int32(a)); now != was {
+			if now != has(before, int32(a)) {
 				atom.members = toggled(atom.members, id, now)
 			}
 		}
 		nx.podMember[id] = member
 	}
 	return nx, true
+}
+
+// matchPods pairs the pods of c with those of old (both in snapshot order):
+// from[id] is the old ID of c's pod id, -1 for a new pod, and from is nil
+// when every pod kept its ID; changed are the IDs in c of the pods to match
+// against the atoms again: new ones, and those whose namespace, labels or
+// host networking are not what they were. ok is false if c's pods are not
+// in order.
+func matchPods(old, c *state.Cluster) (from []int32, changed []int32, ok bool) {
+	aligned := len(c.Pods) == len(old.Pods)
+	for i, p := range c.Pods {
+		if !aligned {
+			break
+		}
+		if q := old.Pods[i]; p != q {
+			aligned = p.ID == q.ID && p.Namespace == q.Namespace && p.Name == q.Name
+			changed = append(changed, int32(i))
+		}
+	}
+	if aligned {
+		return nil, changed, true
+	}
+	from, changed = make([]int32, len(c.Pods)), changed[:0]
+	j := 0
+	for id, p := range c.Pods {
+		if id > 0 && !podBefore(c.Pods[id-1], p) {
+			return nil, nil, false
+		}
+		for j < len(old.Pods) && podBefore(old.Pods[j], p) {
+			j++ // deleted
+		}
+		if j < len(old.Pods) && old.Pods[j].Namespace.Name == p.Namespace.Name && old.Pods[j].Name == p.Name {
+			if q := old.Pods[j]; p != q && (p.Namespace != q.Namespace || p.HostNetwork != q.HostNetwork || !maps.Equal(p.Labels, q.Labels)) {
+				changed = append(changed, int32(id))
+			}
+			from[id] = int32(j)
+			j++
+			continue
+		}
+		from[id] = -1
+		changed = append(changed, int32(id))
+	}
+	return from, changed, true
+}
+
+func podBefore(a, b *state.Pod) bool {
+	if a.Namespace.Name != b.Namespace.Name {
+		return a.Namespace.Name < b.Namespace.Name
+	}
+	return a.Name < b.Name
+}
+
+// renumber fills nx's pod ID lists from ix's for the pods of nx.c, which
+// has them at other IDs (from): atom members and each pod's atoms carried
+// over (a deleted pod's dropped), the label index made anew.
+func (nx *index) renumber(ix *index, from []int32) {
+	to := make([]int32, len(ix.c.Pods))
+	for i := range to {
+		to[i] = -1
+	}
+	for id, old := range from {
+		if old >= 0 {
+			to[old] = int32(id)
+		}
+	}
+	for a := range nx.podAtoms {
+		members := make([]int32, 0, len(nx.podAtoms[a].members))
+		for _, m := range nx.podAtoms[a].members {
+			if to[m] >= 0 {
+				members = append(members, to[m]) // still ascending: to keeps the order
+			}
+		}
+		nx.podAtoms[a].members = members
+	}
+	nx.podMember = make([][]int32, len(nx.c.Pods))
+	for id, old := range from {
+		if old >= 0 {
+			nx.podMember[id] = slices.Clip(ix.podMember[old])
+		}
+	}
+	nx.podLabels = labelIndex{}
+	for _, p := range nx.c.Pods {
+		if !p.HostNetwork {
+			nx.podLabels.add(p.ID, p.Labels)
+		}
+	}
 }
 
 // sameSlice reports whether a and b are the same slice, not only equal ones.

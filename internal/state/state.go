@@ -147,11 +147,18 @@ func (c *Cluster) index() {
 		}
 		return a.Name < b.Name
 	})
+	for i, p := range c.Pods {
+		p.ID = int32(i)
+	}
+	c.lookups()
+}
+
+// lookups makes the look-ups of the pods and nodes, in their final order.
+func (c *Cluster) lookups() {
 	c.pods = make(map[string]int32, len(c.Pods))
 	c.podsByIP = make(map[netip.Addr]int32, len(c.Pods))
 	c.podsByNS = make(map[*Namespace]span, len(c.Namespaces))
-	for i, p := range c.Pods {
-		p.ID = int32(i)
+	for _, p := range c.Pods {
 		c.pods[p.Key()] = p.ID
 		s, ok := c.podsByNS[p.Namespace]
 		if !ok {

@@ -23,10 +23,14 @@ type Builder struct {
 	Options Options
 
 	last        *Cluster
-	lastValues  []any // the cluster objects' values of the last build, in input order
+	lastValues  []any    // the cluster objects' values of the last build, in input order
+	lastKeys    []string // and their keys, "Kind/namespace/name"
+	lastSorted  bool     // the keys ascend (the kube mirror's order), so pods can come and go
 	lastDiags   diag.List
 	lastFlagged map[string]bool // objects the last findings name
 }
+
+func objectKey(o source.Object) string { return o.Kind + "/" + o.Namespace + "/" + o.Name }
 
 // Build returns the snapshot of objects and its findings.
 func (b *Builder) Build(objects []source.Object) (*Cluster, diag.List) {
@@ -35,10 +39,14 @@ func (b *Builder) Build(objects []source.Object) (*Cluster, diag.List) {
 	}
 	c, diags := Build(objects, b.Options)
 	b.last, b.lastDiags = c, diags
-	b.lastValues = b.lastValues[:0]
+	b.lastValues, b.lastKeys, b.lastSorted = b.lastValues[:0], b.lastKeys[:0], true
 	for _, o := range objects {
 		if isClusterObject(o.Value) {
-			b.lastValues = append(b.lastValues, o.Value)
+			k := objectKey(o)
+			if n := len(b.lastKeys); n > 0 && b.lastKeys[n-1] >= k {
+				b.lastSorted = false
+			}
+			b.lastValues, b.lastKeys = append(b.lastValues, o.Value), append(b.lastKeys, k)
 		}
 	}
 	b.lastFlagged = map[string]bool{}
@@ -57,16 +65,42 @@ func isClusterObject(v any) bool {
 	return isWorkload(v)
 }
 
-// update makes the snapshot from the last one when only pods changed in
-// place, and reports whether it could.
+// update makes the snapshot from the last one when only pods changed, and
+// reports whether it could. Pods updated in place keep their IDs; when
+// pods come or go (which needs the input in key order, as the kube mirror
+// gives it), the pods after them are renumbered (copies, with their new
+// IDs).
 func (b *Builder) update(objects []source.Object) (*Cluster, bool) {
 	if b.last == nil {
 		return nil, false
 	}
 	next := *b.last // the look-ups hold IDs and names, which stay
 	// The slices are the last snapshot's until something differs.
-	podsCopied, policies := false, 0
-	i := 0 // cluster objects seen
+	policies := 0
+	var e podEdits
+	// While no pod came or went, the values are written over the last
+	// ones (if this fails, Build replaces them all); after, into values.
+	var values []any
+	var keys []string
+	pos, i := 0, 0 // cluster objects written, and of the last build read
+	emit := func(v any, k string) {
+		if values != nil {
+			values, keys = append(values, v), append(keys, k)
+		} else {
+			b.lastValues[pos] = v
+		}
+		pos++
+	}
+	structural := func() bool {
+		if !b.lastSorted {
+			return false
+		}
+		if values == nil {
+			values = append(make([]any, 0, len(b.lastValues)+8), b.lastValues[:pos]...)
+			keys = append(make([]string, 0, len(b.lastKeys)+8), b.lastKeys[:pos]...)
+		}
+		return true
+	}
 	for _, o := range objects {
 		if !isClusterObject(o.Value) {
 			if np, ok := o.Value.(*networkingv1.NetworkPolicy); ok && next.namespaces[defaultNS(np.Namespace)] == nil {
@@ -83,33 +117,160 @@ func (b *Builder) update(objects []source.Object) (*Cluster, bool) {
 			policies++
 			continue
 		}
-		if i >= len(b.lastValues) {
-			return nil, false
+		for {
+			if i < len(b.lastValues) && o.Value == b.lastValues[i] {
+				emit(o.Value, b.lastKeys[i])
+				i++
+				break
+			}
+			key := objectKey(o)
+			switch {
+			case i < len(b.lastValues) && key == b.lastKeys[i]: // updated
+				p, ok := b.replacement(o, b.lastValues[i])
+				if !ok {
+					return nil, false
+				}
+				e.replace(p)
+				emit(o.Value, key)
+				i++
+			case i < len(b.lastValues) && b.lastKeys[i] < key: // the last one is gone
+				if !structural() || !b.deleted(&e, b.lastValues[i]) {
+					return nil, false
+				}
+				i++
+				continue
+			default: // new
+				if !structural() || pos > 0 && keys[pos-1] >= key || !b.added(&e, o) {
+					return nil, false
+				}
+				emit(o.Value, key)
+			}
+			break
 		}
-		was := b.lastValues[i]
-		// Written in place: if this fails, Build replaces them all.
-		b.lastValues[i] = o.Value
-		i++
-		if o.Value == was {
-			continue
-		}
-		p, ok := b.replacement(o, was)
-		if !ok {
-			return nil, false
-		}
-		if !podsCopied {
-			next.Pods, podsCopied = slices.Clone(next.Pods), true
-		}
-		next.Pods[p.ID] = p
 	}
-	if i != len(b.lastValues) {
-		return nil, false
+	for ; i < len(b.lastValues); i++ {
+		if !structural() || !b.deleted(&e, b.lastValues[i]) {
+			return nil, false
+		}
 	}
 	if policies < len(next.Policies) { // policies went away at the end
 		next.Policies = next.Policies[:policies:policies]
 	}
+	switch {
+	case values != nil:
+		next.Pods = e.merged(b.last.Pods)
+		next.lookups()
+		b.lastValues, b.lastKeys = values, keys
+	case len(e.replaced) > 0:
+		next.Pods = slices.Clone(next.Pods)
+		for _, p := range e.replaced {
+			next.Pods[p.ID] = p
+		}
+	}
 	b.last = &next
 	return &next, true
+}
+
+// podEdits are the pods an update replaces, adds and deletes.
+type podEdits struct {
+	replaced map[string]*Pod // by key
+	added    []*Pod          // in key order
+	deleted  map[string]bool
+}
+
+func (e *podEdits) replace(p *Pod) {
+	if e.replaced == nil {
+		e.replaced = map[string]*Pod{}
+	}
+	e.replaced[p.Key()] = p
+}
+
+// deleted records the deletion of the object v; false if it is not a pod,
+// or one with findings.
+func (b *Builder) deleted(e *podEdits, v any) bool {
+	pod, ok := v.(*corev1.Pod)
+	if !ok {
+		return false
+	}
+	key := defaultNS(pod.Namespace) + "/" + pod.Name
+	if b.lastFlagged[source.Object{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}.Ref()] {
+		return false
+	}
+	if b.last.Pod(key) != nil { // finished pods were never in the snapshot
+		if e.deleted == nil {
+			e.deleted = map[string]bool{}
+		}
+		e.deleted[key] = true
+	}
+	return true
+}
+
+// added records the pod of the Pod object o; false when adding it needs
+// more than a pod (a namespace, a node, an address assigned), or it has
+// findings.
+func (b *Builder) added(e *podEdits, o source.Object) bool {
+	pod, ok := o.Value.(*corev1.Pod)
+	if !ok || pod.Spec.HostNetwork || pod.Spec.NodeName == "" || b.last.nodes[pod.Spec.NodeName] == nil ||
+		b.last.namespaces[defaultNS(pod.Namespace)] == nil || finished(&pod.Status) {
+		return false
+	}
+	scratch := &builder{opts: b.Options, c: &Cluster{namespaces: b.last.namespaces}, seen: map[string]diag.Origin{}}
+	scratch.addPod(o, pod.Labels, pod.Namespace, pod.Name, &pod.Spec, &pod.Status, "")
+	if len(scratch.diags) > 0 || len(scratch.c.Pods) != 1 {
+		return false
+	}
+	p := scratch.c.Pods[0]
+	if len(p.IPs) == 0 || b.last.Pod(p.Key()) != nil {
+		return false
+	}
+	for _, ip := range p.IPs {
+		if b.last.PodByIP(ip) != nil || b.last.NodeByIP(ip) != nil {
+			return false // the last build assigned it to another
+		}
+	}
+	e.added = append(e.added, p)
+	return true
+}
+
+// merged returns pods (sorted, as a snapshot's) with the edits made, in
+// order and numbered: pods whose ID changes are copies.
+func (e *podEdits) merged(pods []*Pod) []*Pod {
+	out := make([]*Pod, 0, len(pods)+len(e.added))
+	put := func(p *Pod) {
+		if p.ID != int32(len(out)) {
+			copied := *p
+			copied.ID = int32(len(out))
+			p = &copied
+		}
+		out = append(out, p)
+	}
+	a := 0
+	for _, p := range pods {
+		for a < len(e.added) && before(e.added[a], p) {
+			put(e.added[a])
+			a++
+		}
+		key := p.Key()
+		switch {
+		case e.deleted[key]:
+		case e.replaced[key] != nil:
+			put(e.replaced[key])
+		default:
+			put(p)
+		}
+	}
+	for ; a < len(e.added); a++ {
+		put(e.added[a])
+	}
+	return out
+}
+
+// before is the order of a snapshot's pods: by namespace, then name.
+func before(a, b *Pod) bool {
+	if a.Namespace.Name != b.Namespace.Name {
+		return a.Namespace.Name < b.Namespace.Name
+	}
+	return a.Name < b.Name
 }
 
 // sameSlice reports whether a and b are the same slice, not only equal ones.

@@ -1,7 +1,10 @@
 package state_test
 
 import (
+	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,8 +88,7 @@ func TestBuilderReplacesPodsInPlace(t *testing.T) {
 		name   string
 		change func([]source.Object) []source.Object
 	}{
-		{"pod added", func(o []source.Object) []source.Object { return append(o, pod("a", "p4", "web", "")) }},
-		{"pod deleted", func(o []source.Object) []source.Object { return append(o[:4:4], o[5:]...) }},
+		{"pod added without an address (netpol would assign one)", func(o []source.Object) []source.Object { return append(o, pod("a", "p4", "web", "")) }},
 		{"pod address changed", func(o []source.Object) []source.Object {
 			p := o[2].Value.(*corev1.Pod).DeepCopy()
 			p.Status.PodIP = "198.18.8.8"
@@ -141,5 +143,65 @@ func TestBuilderSameInput(t *testing.T) {
 	}
 	if len(c3.Pods[0].Ports) != 0 {
 		t.Errorf("the bad port was kept: %v", c3.Pods[0].Ports)
+	}
+}
+
+// TestBuilderPodsComeAndGo: with the input in key order (as the kube mirror
+// gives it), a pod created or deleted renumbers the pods after it, as
+// copies; the others, and the last snapshot, stay as they were.
+func TestBuilderPodsComeAndGo(t *testing.T) {
+	keys := func(c *state.Cluster) string {
+		var out []string
+		for _, p := range c.Pods {
+			out = append(out, fmt.Sprintf("%d:%s", p.ID, p.Key()))
+		}
+		return strings.Join(out, " ")
+	}
+	objs := []source.Object{namespace("a"), pod("a", "p1", "web", "198.18.0.1"), pod("a", "p3", "db", "198.18.0.3")}
+	var b state.Builder
+	c1, _ := b.Build(objs)
+
+	objs = slices.Insert(objs, 2, pod("a", "p2", "api", "198.18.0.2"))
+	c2, _ := b.Build(objs)
+	if got := keys(c2); got != "0:a/p1 1:a/p2 2:a/p3" {
+		t.Fatalf("p2 created: %s, want 0:a/p1 1:a/p2 2:a/p3", got)
+	}
+	if c2.Pods[0] != c1.Pods[0] {
+		t.Error("a/p1, before the new pod, was rebuilt")
+	}
+	if c2.Pods[2] == c1.Pods[1] || c2.Pods[2].Labels["app"] != "db" || c1.Pods[1].ID != 1 {
+		t.Error("a/p3 was not renumbered as a copy, or the last snapshot changed")
+	}
+	if p := c2.PodByIP(netip.MustParseAddr("198.18.0.3")); p != c2.Pods[2] {
+		t.Errorf("PodByIP(198.18.0.3) = %v, want a/p3 with ID 2", p)
+	}
+	if got := c2.PodsIn(c2.Namespaces[0]); len(got) != 3 {
+		t.Errorf("PodsIn(a) = %d pods, want 3", len(got))
+	}
+
+	objs = objs[1:] // a's namespace object goes too: not a pod, built anew
+	if c, _ := b.Build(objs); c.Pod("a/p1") == c2.Pod("a/p1") {
+		t.Error("a namespace deleted: the snapshot shares a/p1; want it built anew")
+	}
+	objs = append([]source.Object{namespace("a")}, objs...)
+	c3, _ := b.Build(objs)
+	objs = slices.Delete(objs, 1, 2) // p1
+	c4, _ := b.Build(objs)
+	if got := keys(c4); got != "0:a/p2 1:a/p3" {
+		t.Fatalf("p1 deleted: %s, want 0:a/p2 1:a/p3", got)
+	}
+	if c4.Pod("a/p1") != nil || c4.PodByIP(netip.MustParseAddr("198.18.0.1")) != nil {
+		t.Error("a/p1 is still found")
+	}
+	if c3.Pod("a/p1") == nil {
+		t.Error("the last snapshot lost a/p1")
+	}
+
+	// Out of key order, pods cannot be placed: built anew.
+	var unsorted state.Builder
+	u1, _ := unsorted.Build([]source.Object{namespace("a"), pod("a", "p3", "db", "198.18.0.3"), pod("a", "p1", "web", "198.18.0.1")})
+	u2, _ := unsorted.Build([]source.Object{namespace("a"), pod("a", "p3", "db", "198.18.0.3")})
+	if u2.Pod("a/p3") == u1.Pod("a/p3") {
+		t.Error("unsorted input: a pod deleted in place; want a snapshot built anew")
 	}
 }
