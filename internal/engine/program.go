@@ -65,8 +65,10 @@ func (ps PeerSet) For(e *Engine) PeerSet {
 
 // ProgramKey identifies the policies that select a pod, as Program sees
 // them: a pod has the same Program in e and in an engine that Update made
-// from e while its key and the pod itself are the same. Keys of engines
-// that share no Update lineage never collide.
+// from e while its key and the pod itself are the same. It is the identity
+// of the pod's list of applicable policies, which Update carries over while
+// they stay the same; a key holds its list alive, so keys of engines that
+// share no Update lineage never collide.
 type ProgramKey struct {
 	list **compiled // where the list of the pod's applicable policies starts
 	n    int
