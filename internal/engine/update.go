@@ -164,10 +164,10 @@ func matchPods(old, c *state.Cluster) (from []int32, changed []int32, ok bool) {
 	from, changed = make([]int32, len(c.Pods)), changed[:0]
 	j := 0
 	for id, p := range c.Pods {
-		if id > 0 && !podBefore(c.Pods[id-1], p) {
+		if id > 0 && !c.Pods[id-1].Before(p) {
 			return nil, nil, false
 		}
-		for j < len(old.Pods) && podBefore(old.Pods[j], p) {
+		for j < len(old.Pods) && old.Pods[j].Before(p) {
 			j++ // deleted
 		}
 		if j < len(old.Pods) && old.Pods[j].Namespace.Name == p.Namespace.Name && old.Pods[j].Name == p.Name {
@@ -182,13 +182,6 @@ func matchPods(old, c *state.Cluster) (from []int32, changed []int32, ok bool) {
 		changed = append(changed, int32(id))
 	}
 	return from, changed, true
-}
-
-func podBefore(a, b *state.Pod) bool {
-	if a.Namespace.Name != b.Namespace.Name {
-		return a.Namespace.Name < b.Namespace.Name
-	}
-	return a.Name < b.Name
 }
 
 // renumber fills nx's pod ID lists from ix's for the pods of nx.c, which

@@ -47,6 +47,15 @@ type Pod struct {
 	Origin      diag.Origin
 }
 
+// Before is the order of a snapshot's pods (and so of their IDs): by
+// namespace, then name.
+func (p *Pod) Before(q *Pod) bool {
+	if p.Namespace.Name != q.Namespace.Name {
+		return p.Namespace.Name < q.Namespace.Name
+	}
+	return p.Name < q.Name
+}
+
 // Key is "namespace/name".
 func (p *Pod) Key() string { return p.Namespace.Name + "/" + p.Name }
 
@@ -140,13 +149,7 @@ func (c *Cluster) PodsIn(ns *Namespace) []*Pod {
 func (c *Cluster) index() {
 	sort.Slice(c.Namespaces, func(i, j int) bool { return c.Namespaces[i].Name < c.Namespaces[j].Name })
 	sort.Slice(c.Nodes, func(i, j int) bool { return c.Nodes[i].Name < c.Nodes[j].Name })
-	sort.Slice(c.Pods, func(i, j int) bool {
-		a, b := c.Pods[i], c.Pods[j]
-		if a.Namespace.Name != b.Namespace.Name {
-			return a.Namespace.Name < b.Namespace.Name
-		}
-		return a.Name < b.Name
-	})
+	sort.Slice(c.Pods, func(i, j int) bool { return c.Pods[i].Before(c.Pods[j]) })
 	for i, p := range c.Pods {
 		p.ID = int32(i)
 	}

@@ -246,7 +246,7 @@ func (e *podEdits) merged(pods []*Pod) []*Pod {
 	}
 	a := 0
 	for _, p := range pods {
-		for a < len(e.added) && before(e.added[a], p) {
+		for a < len(e.added) && e.added[a].Before(p) {
 			put(e.added[a])
 			a++
 		}
@@ -263,14 +263,6 @@ func (e *podEdits) merged(pods []*Pod) []*Pod {
 		put(e.added[a])
 	}
 	return out
-}
-
-// before is the order of a snapshot's pods: by namespace, then name.
-func before(a, b *Pod) bool {
-	if a.Namespace.Name != b.Namespace.Name {
-		return a.Namespace.Name < b.Namespace.Name
-	}
-	return a.Name < b.Name
 }
 
 // sameSlice reports whether a and b are the same slice, not only equal ones.
