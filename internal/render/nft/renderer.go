@@ -342,8 +342,8 @@ func diff(tx, adds *knftables.Transaction, have, want *ruleset, st *Stats) (elem
 	}
 	elements = diffElements(elements, tx, have.maps, want.maps, true, st)
 	elements = diffElements(elements, tx, have.sets, want.sets, false, st)
-	unused.Chains = absent(have.chains, want.chains)
-	unused.Sets = append(absent(have.sets, want.sets), absent(have.maps, want.maps)...)
+	sets, maps := absent(have.sets, want.sets), absent(have.maps, want.maps)
+	unused = dataplane.Unused{Chains: absent(have.chains, want.chains), Sets: append(slices.Clip(sets), maps...)}
 	// Emptied first, so that no rule of one refers to another or to a set.
 	for _, name := range unused.Chains {
 		tx.Flush(&knftables.Chain{Name: name})
@@ -351,10 +351,10 @@ func diff(tx, adds *knftables.Transaction, have, want *ruleset, st *Stats) (elem
 	for _, name := range unused.Chains {
 		tx.Delete(&knftables.Chain{Name: name})
 	}
-	for _, name := range absent(have.sets, want.sets) {
+	for _, name := range sets {
 		tx.Delete(&knftables.Set{Name: name})
 	}
-	for _, name := range absent(have.maps, want.maps) {
+	for _, name := range maps {
 		tx.Delete(&knftables.Map{Name: name})
 	}
 	return elements, unused
