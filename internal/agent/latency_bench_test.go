@@ -3,12 +3,10 @@ package agent_test
 import (
 	"fmt"
 	"os"
-	goruntime "runtime"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -22,6 +20,7 @@ import (
 	"github.com/netpol/netpol/internal/dataplane"
 	"github.com/netpol/netpol/internal/diag"
 	"github.com/netpol/netpol/internal/kubetest"
+	"github.com/netpol/netpol/internal/netnstest"
 	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/source"
@@ -77,25 +76,15 @@ func BenchmarkChangeToProgrammed(b *testing.B) {
 	if err := w.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	// nft runs in a namespace of its own: this goroutine's thread moves
-	// there, and the nft processes it starts inherit it.
-	goruntime.LockOSThread()
-	defer goruntime.UnlockOSThread()
-	host, err := netns.Get()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer host.Close()
-	_ = netns.DeleteNamed("netpol-bench-latency") // left by a killed run
-	ns, err := netns.NewNamed("netpol-bench-latency")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		_ = netns.Set(host)
-		ns.Close()
-		_ = netns.DeleteNamed("netpol-bench-latency")
-	}()
+	// nft runs in a network namespace of its own (netnstest), the API
+	// server outside it.
+	netnstest.Run(b, func() { measureChanges(b, w, cs, objs) })
+}
+
+// measureChanges runs the agent of node-001 on w in the calling thread's
+// network namespace, and times the changes written through cs.
+func measureChanges(b *testing.B, w *kube.Watch, cs kubernetes.Interface, objs []source.Object) {
+	ctx := b.Context()
 	iface, err := knftables.New(knftables.InetFamily, nft.TableName)
 	if err != nil {
 		b.Fatal(err)
@@ -124,16 +113,7 @@ func BenchmarkChangeToProgrammed(b *testing.B) {
 	}
 	b.Logf("settled: %d local pods, %d tables", a.Status().Pods, a.Status().Tables)
 
-	var pod *corev1.Pod
-	var np *networkingv1.NetworkPolicy
-	for _, o := range objs {
-		if p, ok := o.Value.(*corev1.Pod); ok && pod == nil && p.Spec.NodeName == node && p.Namespace != "kube-system" {
-			pod = p
-		}
-		if p, ok := o.Value.(*networkingv1.NetworkPolicy); ok && np == nil && len(p.Spec.Ingress) > 0 {
-			np = p
-		}
-	}
+	pod, np := changed(objs, node)
 	apps := [2]string{"cache", pod.Labels["app"]}
 	if apps[1] == "cache" {
 		apps[0] = "db"

@@ -38,6 +38,23 @@ func (s *sliceInput) Read() ([]source.Object, diag.List, string, error) {
 
 func (s *sliceInput) Changed() <-chan struct{} { return nil }
 
+// changed returns the pod and the NetworkPolicy that the benchmarks change:
+// the first pod of node (not kube-system's) and the first policy with
+// ingress rules, in the generator's order.
+func changed(objs []source.Object, node string) (*corev1.Pod, *networkingv1.NetworkPolicy) {
+	var pod *corev1.Pod
+	var np *networkingv1.NetworkPolicy
+	for _, o := range objs {
+		if p, ok := o.Value.(*corev1.Pod); ok && pod == nil && p.Spec.NodeName == node && p.Namespace != "kube-system" {
+			pod = p
+		}
+		if p, ok := o.Value.(*networkingv1.NetworkPolicy); ok && np == nil && len(p.Spec.Ingress) > 0 {
+			np = p
+		}
+	}
+	return pod, np
+}
+
 func byKey(a, b source.Object) int {
 	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
@@ -56,21 +73,12 @@ func BenchmarkPass(b *testing.B) {
 	size.Nodes = 100
 	objs := synth.Cluster(size)
 	node := synth.NodeName(0)
-	// The pod and the policy BenchmarkChangeToProgrammed changes: the
-	// first of each in the generator's order.
-	pod := objs[slices.IndexFunc(objs, func(o source.Object) bool {
-		p, ok := o.Value.(*corev1.Pod)
-		return ok && p.Spec.NodeName == node && p.Namespace != "kube-system"
-	})].Value
-	np := objs[slices.IndexFunc(objs, func(o source.Object) bool {
-		p, ok := o.Value.(*networkingv1.NetworkPolicy)
-		return ok && len(p.Spec.Ingress) > 0
-	})].Value
+	pod, np := changed(objs, node)
 	// The objects in the order of the kube mirror: by kind, namespace and
 	// name.
 	slices.SortFunc(objs, byKey)
-	podAt := slices.IndexFunc(objs, func(o source.Object) bool { return o.Value == pod })
-	npAt := slices.IndexFunc(objs, func(o source.Object) bool { return o.Value == np })
+	podAt := slices.IndexFunc(objs, func(o source.Object) bool { return o.Value == any(pod) })
+	npAt := slices.IndexFunc(objs, func(o source.Object) bool { return o.Value == any(np) })
 	in := &sliceInput{objs: objs}
 	netnstest.Run(b, func() {
 		iface, err := knftables.New(knftables.InetFamily, nft.TableName)
