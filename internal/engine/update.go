@@ -46,6 +46,9 @@ func (e *Engine) updated(c *state.Cluster, set *policy.Set) (*Engine, bool) {
 		return nil, false
 	}
 	next := newEngine(ix, set, e.opts, e)
+	if set == e.set {
+		return next, true // no selector came or went: e's count holds
+	}
 	return next, !next.garbage()
 }
 
