@@ -162,9 +162,8 @@ func StripNode(n *corev1.Node) *corev1.Node {
 type mirror struct {
 	opts    source.Options
 	mu      sync.Mutex
-	objects map[string]decoded
-	keys    []string  // of objects, sorted: a snapshot never sorts 20k keys
-	ordered []decoded // the objects in the order of keys: a snapshot looks up none
+	keys    []string  // "Kind/namespace/name", sorted: a snapshot never sorts 20k keys
+	objects []decoded // in the order of keys
 	version uint64
 }
 
@@ -175,7 +174,7 @@ type decoded struct {
 }
 
 func newMirror(opts source.Options) *mirror {
-	return &mirror{opts: opts, objects: map[string]decoded{}}
+	return &mirror{opts: opts}
 }
 
 // set decodes obj (typed, with tm as its TypeMeta, or unstructured) and
@@ -201,9 +200,10 @@ func (m *mirror) set(obj runtime.Object, tm metav1.TypeMeta) bool {
 	label := source.Object{Kind: kind, Namespace: acc.GetNamespace(), Name: acc.GetName()}.Ref()
 	data, err := json.Marshal(obj)
 	m.mu.Lock()
-	prev, ok := m.objects[key]
+	i, found := slices.BinarySearch(m.keys, key)
+	same := found && err == nil && bytes.Equal(m.objects[i].data, data)
 	m.mu.Unlock()
-	if ok && err == nil && bytes.Equal(prev.data, data) {
+	if same {
 		return false
 	}
 	d := decoded{data: data}
@@ -221,12 +221,12 @@ func (m *mirror) set(obj runtime.Object, tm metav1.TypeMeta) bool {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// Looked up again: another informer may have inserted a key meanwhile.
 	if i, found := slices.BinarySearch(m.keys, key); found {
-		m.ordered[i] = d
+		m.objects[i] = d
 	} else {
-		m.keys, m.ordered = slices.Insert(m.keys, i, key), slices.Insert(m.ordered, i, d)
+		m.keys, m.objects = slices.Insert(m.keys, i, key), slices.Insert(m.objects, i, d)
 	}
-	m.objects[key] = d
 	m.version++
 	return true
 }
@@ -243,9 +243,8 @@ func (m *mirror) remove(obj any, kind string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if i, found := slices.BinarySearch(m.keys, key); found {
-		m.keys, m.ordered = slices.Delete(m.keys, i, i+1), slices.Delete(m.ordered, i, i+1)
+		m.keys, m.objects = slices.Delete(m.keys, i, i+1), slices.Delete(m.objects, i, i+1)
 	}
-	delete(m.objects, key)
 	m.version++
 }
 
@@ -257,7 +256,7 @@ func (m *mirror) snapshot() ([]source.Object, diag.List, string) {
 	defer m.mu.Unlock()
 	objs := make([]source.Object, 0, len(m.keys))
 	var diags diag.List
-	for _, d := range m.ordered {
+	for _, d := range m.objects {
 		objs = append(objs, d.objs...)
 		diags = append(diags, d.diags...)
 	}
