@@ -161,24 +161,22 @@ func AddStaged(ir *IR, e *engine.Engine) {
 	}
 	// Sets are named after their selection, so a name means the same
 	// members in both IRs.
-	haveSet := map[string]bool{}
-	for _, s := range ir.Sets {
-		haveSet[s.Name] = true
+	ir.Sets = appendMissing(ir.Sets, sir.Sets, func(s *AddrSet) string { return s.Name })
+	ir.EndpointSets = appendMissing(ir.EndpointSets, sir.EndpointSets, func(s *EndpointSet) string { return s.Name })
+}
+
+// appendMissing appends to have the items of more whose name it lacks.
+func appendMissing[T any](have, more []T, name func(T) string) []T {
+	names := make(map[string]bool, len(have))
+	for _, x := range have {
+		names[name(x)] = true
 	}
-	for _, s := range sir.Sets {
-		if !haveSet[s.Name] {
-			ir.Sets = append(ir.Sets, s)
+	for _, x := range more {
+		if !names[name(x)] {
+			have = append(have, x)
 		}
 	}
-	haveEndpoints := map[string]bool{}
-	for _, s := range ir.EndpointSets {
-		haveEndpoints[s.Name] = true
-	}
-	for _, s := range sir.EndpointSets {
-		if !haveEndpoints[s.Name] {
-			ir.EndpointSets = append(ir.EndpointSets, s)
-		}
-	}
+	return have
 }
 
 // stagedTable rewrites the audits of a table of the staged engine for
