@@ -192,19 +192,12 @@ func TestManifests(t *testing.T) {
 // kustomized returns the files that dir/kustomization.yaml includes, through
 // the directories it lists too.
 func kustomized(dir string) (map[string]bool, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	resources, err := kubetest.KustomizationResources(dir)
 	if err != nil {
 		return nil, err
 	}
-	var k struct {
-		Resources []string `json:"resources"`
-	}
-	if err := yaml.Unmarshal(b, &k); err != nil {
-		return nil, fmt.Errorf("%s/kustomization.yaml: %w", dir, err)
-	}
 	files := map[string]bool{}
-	for _, r := range k.Resources {
-		p := path.Join(filepath.ToSlash(dir), r)
+	for _, p := range resources {
 		fi, err := os.Stat(p)
 		if err != nil {
 			return nil, fmt.Errorf("%s/kustomization.yaml: %w", dir, err)

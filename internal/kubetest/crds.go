@@ -143,7 +143,7 @@ func CRDManifests() ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		ps, err := kustomizationResources(filepath.Join(dir, src.dir))
+		ps, err := KustomizationResources(filepath.Join(dir, src.dir))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", src.module, err)
 		}
@@ -155,7 +155,7 @@ func CRDManifests() ([]string, error) {
 // kustomizationResources returns the paths of the manifests that
 // dir/kustomization.yaml lists under resources. Nothing else is supported:
 // the upstream CRD directories use nothing else that changes the objects.
-func kustomizationResources(dir string) ([]string, error) {
+func KustomizationResources(dir string) ([]string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
 		return nil, err
