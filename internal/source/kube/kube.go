@@ -328,7 +328,9 @@ func NewWatch(cfg *rest.Config, opts source.Options) (*Watch, error) {
 		return nil, err
 	}
 	for _, t := range typed {
-		w.watch(t.inf, t.tm)
+		if err := w.watch(t.inf, t.tm); err != nil {
+			return nil, err
+		}
 	}
 	w.start = append(w.start, factory.Start)
 	served, err := servedAdminResources(cs.Discovery())
@@ -342,13 +344,15 @@ func NewWatch(cfg *rest.Config, opts source.Options) (*Watch, error) {
 	for _, gvr := range served {
 		inf := dfactory.ForResource(gvr).Informer()
 		w.admin[gvr] = inf
-		w.watch(inf, metav1.TypeMeta{})
+		if err := w.watch(inf, metav1.TypeMeta{}); err != nil {
+			return nil, err
+		}
 	}
 	w.start = append(w.start, dfactory.Start)
 	return w, nil
 }
 
-func (w *Watch) watch(inf cache.SharedIndexInformer, tm metav1.TypeMeta) {
+func (w *Watch) watch(inf cache.SharedIndexInformer, tm metav1.TypeMeta) error {
 	kind := tm.Kind
 	onSet := func(obj any) {
 		ro, ok := obj.(runtime.Object)
@@ -360,7 +364,7 @@ func (w *Watch) watch(inf cache.SharedIndexInformer, tm metav1.TypeMeta) {
 			w.notify()
 		}
 	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    onSet,
 		UpdateFunc: func(_, obj any) { onSet(obj) },
 		DeleteFunc: func(obj any) {
@@ -376,7 +380,13 @@ func (w *Watch) watch(inf cache.SharedIndexInformer, tm metav1.TypeMeta) {
 			w.notify()
 		},
 	})
-	w.synced = append(w.synced, inf.HasSynced)
+	if err != nil {
+		return fmt.Errorf("adding an event handler: %w", err)
+	}
+	// Synced once the handler has seen the first list, not only the
+	// informer's cache: the mirror is what the agent reads.
+	w.synced = append(w.synced, reg.HasSynced)
+	return nil
 }
 
 func (w *Watch) notify() {
@@ -391,8 +401,8 @@ func (w *Watch) notify() {
 	}
 }
 
-// Start runs the informers until ctx is done and waits for their first
-// list. While the API server is unreachable the informers retry and the
+// Start runs the informers until ctx is done and waits until the mirror
+// holds their first list. While the API server is unreachable the informers retry and the
 // mirror keeps what it had.
 func (w *Watch) Start(ctx context.Context) error {
 	for _, start := range w.start {

@@ -1,6 +1,8 @@
 package kube_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,5 +227,42 @@ func waitFor(t *testing.T, w *kube.Watch, version string, cond func(*engine.Engi
 		if cond(build(t, objs)) {
 			return
 		}
+	}
+}
+
+// TestKubeWatchStartHoldsTheFirstList: when Start returns, a snapshot has
+// every object of the first list, not only those the event handlers got to
+// (an agent's first pass must not program part of the cluster).
+func TestKubeWatchStartHoldsTheFirstList(t *testing.T) {
+	c := kubetest.Start(t)
+	var stream strings.Builder
+	stream.WriteString("apiVersion: v1\nkind: Namespace\nmetadata: {name: many}\n")
+	const pods = 1000
+	for i := range pods {
+		fmt.Fprintf(&stream, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p%d, namespace: many, labels: {app: a}}\nspec: {containers: [{name: c}]}\n", i)
+	}
+	objs, err := kubetest.Manifests(stream.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(t.Context(), objs); err != nil {
+		t.Fatal(err)
+	}
+	w, err := kube.NewWatch(c.Config, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	snapshot, _, _ := w.Snapshot()
+	n := 0
+	for _, o := range snapshot {
+		if o.Kind == "Pod" && o.Namespace == "many" {
+			n++
+		}
+	}
+	if n != pods {
+		t.Errorf("the first snapshot after Start has %d of the %d pods", n, pods)
 	}
 }
