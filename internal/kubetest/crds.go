@@ -152,9 +152,9 @@ func CRDManifests() ([]string, error) {
 	return paths, nil
 }
 
-// kustomizationResources returns the paths of the manifests that
+// KustomizationResources returns the paths (dir joined with each) that
 // dir/kustomization.yaml lists under resources. Nothing else is supported:
-// the upstream CRD directories use nothing else that changes the objects.
+// the upstream CRD directories and deploy/ use nothing else.
 func KustomizationResources(dir string) ([]string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
