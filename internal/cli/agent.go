@@ -86,8 +86,9 @@ when it runs as a DaemonSet pod), compiles what the node's pods must enforce
 one transaction. Then it watches the source: on every change it sends only
 the difference (a pod joining a selector is one set element, sent straight
 over netlink; a changed policy adds only its new chains, through nft, and the
-netlink batch that points its pods at them deletes the old ones), and deletes the conntrack entries of connections that are now denied,
-so that existing connections are cut as well as new ones refused.
+netlink batch that points its pods at them deletes the old ones), and it
+deletes the conntrack entries of connections that are now denied, so that
+existing connections are cut as well as new ones refused.
 
 In a cluster, an invalid policy is left out (the others stay enforced) and
 reported: every AdminNetworkPolicy, BaselineAdminNetworkPolicy and
@@ -217,7 +218,7 @@ netlink nor write access: it prints each transaction instead.`,
 	fl.DurationVar(&cfg.Interval, "interval", 500*time.Millisecond, "how often to look at the input for changes (a cluster watch also wakes the agent on every change)")
 	fl.StringVar(&cfg.Status, "status", "", "file to rewrite with the agent's status (JSON) after every pass")
 	fl.BoolVar(&cfg.DryRun, "dry-run", false, "print each nftables transaction instead of applying it")
-	fl.BoolVar(&elementsViaNft, "elements-via-nft", false, "send set element changes through nft too (slower: by default a change that only adds and deletes elements goes to the kernel over netlink)")
+	fl.BoolVar(&elementsViaNft, "elements-via-nft", false, "send every change through nft, set elements too (slower: by default elements, and the chains and sets a change leaves unused, go to the kernel in one netlink batch)")
 	fl.StringVar(&listen, "listen", "", "serve /metrics (Prometheus), /healthz and /readyz on this address, e.g. :9745")
 	fl.BoolVar(&reportStatus, "report-status", reportStatus, "in a cluster, write conditions on the admin policies and Events for invalid ones")
 	fl.StringVar(&auditLog, "audit-log", "-", `where audit lines go: a file (appended to), "-" for stdout, or "off"`)
