@@ -213,7 +213,6 @@ func (e *Engine) carryApplicable(prev *Engine) {
 	}
 	if len(e.ix.replaced) > 0 || e.ix.from != nil {
 		e.applies.lists = slices.Clip(e.applies.lists)
-		e.applies.listOf = slices.Clone(prev.applies.listOf)
 		if from := e.ix.from; from != nil { // pods moved: new pods are in replaced
 			e.applies.listOf = make([]int32, len(from))
 			for id, old := range from {
@@ -221,6 +220,8 @@ func (e *Engine) carryApplicable(prev *Engine) {
 					e.applies.listOf[id] = prev.applies.listOf[old]
 				}
 			}
+		} else {
+			e.applies.listOf = slices.Clone(prev.applies.listOf)
 		}
 		e.applies.index = maps.Clone(prev.applies.index)
 		var key []byte
