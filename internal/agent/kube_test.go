@@ -43,18 +43,7 @@ func TestAgentFollowsAPIServer(t *testing.T) {
 	}
 	mustCreate(t, c, shop)
 
-	w, err := kube.NewWatch(c.Config, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
-	a := agent.New(agent.Config{Node: "node-1", Input: w}, nft.New(fake), nil)
-	if err := a.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	w, fake, a := node1Agent(t, c)
 	st := a.Status()
 	if st.Pods != 2 || st.Tables != 1 {
 		t.Fatalf("first pass: %d local pods, %d tables; want 2 pods (web, client) and 1 table (web's ingress)", st.Pods, st.Tables)
@@ -121,6 +110,25 @@ spec:
   podSelector: {matchLabels: {app: web}}
   ingress: [{from: [{podSelector: {matchLabels: {app: frontend}}}]}]
 `
+
+// node1Agent starts a watch of c and node-1's agent on it, with knftables'
+// fake as the kernel, and runs its first pass.
+func node1Agent(t *testing.T, c *kubetest.Cluster) (*kube.Watch, *knftables.Fake, *agent.Agent) {
+	t.Helper()
+	w, err := kube.NewWatch(c.Config, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
+	a := agent.New(agent.Config{Node: "node-1", Input: w}, nft.New(fake), nil)
+	if err := a.Pass(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return w, fake, a
+}
 
 // mustCreate creates the objects of a YAML stream in c.
 func mustCreate(t *testing.T, c *kubetest.Cluster, stream string) {
@@ -338,18 +346,7 @@ func TestAgentFollowsAdminTiers(t *testing.T) {
 	}
 	// shop without its NetworkPolicy: nothing isolates web.
 	mustCreate(t, c, shop[:strings.Index(shop, "---\napiVersion: networking.k8s.io/v1")])
-	w, err := kube.NewWatch(c.Config, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
-	a := agent.New(agent.Config{Node: "node-1", Input: w}, nft.New(fake), nil)
-	if err := a.Pass(ctx); err != nil {
-		t.Fatal(err)
-	}
+	w, fake, a := node1Agent(t, c)
 	webChain := func(st agent.Status) []string {
 		t.Helper()
 		for _, p := range st.IR.Pods {
