@@ -121,6 +121,10 @@ func New(cfg Config, renderer *nft.Renderer, logTx func(string)) *Agent {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
 	}
+	// One invalid object must not stop the enforcement of the others, from
+	// files as from a cluster: it is left out and reported (a node that
+	// refused the whole input would enforce nothing, or nothing new).
+	cfg.Pipeline.SkipInvalid = true
 	return &Agent{cfg: cfg, renderer: renderer, status: Status{Node: cfg.Node}, logTx: logTx, metrics: newMetrics(),
 		health: health{deadline: time.Minute + 10*cfg.Interval}, builder: &pipeline.Builder{Options: cfg.Pipeline},
 		compiler: compile.Compiler{AuditDenies: cfg.AuditDenies}}

@@ -163,9 +163,6 @@ netlink nor write access: it prints each transaction instead.`,
 					return err
 				}
 				cfg.Input = w
-				// One invalid policy must not stop the enforcement of the
-				// others: it is left out and reported on its status.
-				cfg.Pipeline.SkipInvalid = true
 				if reportStatus && !cfg.DryRun {
 					if cfg.Reporter, err = statusWriter(ctx, rc, cfg.Node, w); err != nil {
 						return err
