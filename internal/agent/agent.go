@@ -68,11 +68,13 @@ type Reporter interface {
 // returned (kube.Watch); for other inputs a change counts from its Read.
 type noticer interface{ Noticed() time.Time }
 
-// Conntrack lists and deletes connection tracking entries.
+// Conntrack lists and deletes connection tracking entries
+// (dataplane.Conntrack).
 type Conntrack interface {
-	// Cut deletes the entries of connections for which keep reports false
-	// and returns how many it deleted.
-	Cut(keep func(src, dst netip.Addr, port l4.Port) bool) (int, error)
+	// Cut deletes the entries of connections for which keep reports false,
+	// after hold was given them all and succeeded, and returns how many it
+	// deleted.
+	Cut(ctx context.Context, keep func(l4.Conn) bool, hold func([]l4.Conn) error) (int, error)
 }
 
 // Status is what the agent last did, as written to Config.Status.
@@ -108,6 +110,10 @@ type Agent struct {
 	logged     map[string]bool // the findings of the last pass, logged
 	builder    *pipeline.Builder
 	compiler   compile.Compiler
+	// held are the connections this agent cut and holds in the kernel's
+	// cut sets, with the order they were held in (see remember).
+	held    map[l4.Conn]uint64
+	heldSeq uint64
 }
 
 type outcome struct {
@@ -213,8 +219,8 @@ func (a *Agent) Pass(ctx context.Context) error {
 		a.health.programmed()
 	}
 	a.status.Cut = 0
-	if a.cfg.Conntrack != nil && !a.cfg.DryRun {
-		a.status.Cut = a.cut(e, ir)
+	if a.cfg.Conntrack != nil && !a.cfg.DryRun && a.status.Stats.Operations > 0 {
+		a.status.Cut = a.cut(ctx, e, ir)
 		a.metrics.cut.Add(float64(a.status.Cut))
 	}
 	a.status.Programmed, a.status.Error = fp, ""
@@ -228,23 +234,68 @@ func (a *Agent) Pass(ctx context.Context) error {
 }
 
 // cut deletes the conntrack entries of connections to or from local pods
-// that e denies.
-func (a *Agent) cut(e *engine.Engine, ir *compile.IR) int {
-	local := map[string]bool{}
+// that e denies, holding them in the kernel's cut sets first (nft.CutHold
+// says why), and releases held connections that e allows again. It runs
+// only after a pass that changed what the kernel enforces: a pass that
+// changed nothing cannot have denied anything.
+func (a *Agent) cut(ctx context.Context, e *engine.Engine, ir *compile.IR) int {
+	local := make(map[string]bool, len(ir.Pods))
 	for _, p := range ir.Pods {
 		local[p.Pod] = true
 	}
-	n, err := a.cfg.Conntrack.Cut(func(src, dst netip.Addr, port l4.Port) bool {
-		f := engine.Flow{Src: endpoint(e, src), Dst: endpoint(e, dst), Port: port}
-		if !isLocal(f.Src, local) && !isLocal(f.Dst, local) {
-			return true // not ours to judge
+	ours := func(c l4.Conn) (engine.Flow, bool) {
+		f := engine.Flow{Src: endpoint(e, c.Src.Addr()), Dst: endpoint(e, c.Dst.Addr()), Port: c.Port()}
+		return f, isLocal(f.Src, local) || isLocal(f.Dst, local)
+	}
+	var again []l4.Conn
+	for c := range a.held {
+		if f, ok := ours(c); !ok || e.Allowed(f) {
+			again = append(again, c)
 		}
-		return e.Allowed(f)
+	}
+	if err := a.renderer.Release(ctx, again); err != nil {
+		klog.ErrorS(err, "Releasing connections that the policies allow again failed", "node", a.cfg.Node)
+	} else {
+		for _, c := range again {
+			delete(a.held, c)
+		}
+	}
+	n, err := a.cfg.Conntrack.Cut(ctx, func(c l4.Conn) bool {
+		f, ok := ours(c)
+		return !ok || e.Allowed(f) // not ours to judge, or allowed
+	}, func(conns []l4.Conn) error {
+		if err := a.renderer.Hold(ctx, conns); err != nil {
+			return fmt.Errorf("holding %d connections in the cut sets: %w", len(conns), err)
+		}
+		a.remember(conns)
+		return nil
 	})
 	if err != nil {
 		klog.ErrorS(err, "Cutting denied connections failed", "node", a.cfg.Node)
 	}
 	return n
+}
+
+// remember keeps the connections held, to release them when a later
+// change allows them. The memory is bounded: past four times the cut
+// sets' capacity, all but the newest two capacities are forgotten (the
+// kernel still holds those until they have been quiet for nft.CutHold).
+func (a *Agent) remember(conns []l4.Conn) {
+	if a.held == nil {
+		a.held = map[l4.Conn]uint64{}
+	}
+	for _, c := range conns {
+		a.heldSeq++
+		a.held[c] = a.heldSeq
+	}
+	if len(a.held) > 4*nft.CutCapacity {
+		cutoff := a.heldSeq - 2*nft.CutCapacity
+		for c, seq := range a.held {
+			if seq <= cutoff {
+				delete(a.held, c)
+			}
+		}
+	}
 }
 
 func (a *Agent) observe(took time.Duration, pods int) {

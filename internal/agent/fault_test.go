@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/netpol/netpol/internal/agent"
+	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/render/nft"
 )
 
@@ -111,4 +113,106 @@ func TestFaultInvalidFileLeavesOutOnlyItself(t *testing.T) {
 	if st := a.Status(); st.Error != "" || !strings.HasPrefix(st.Programmed, st.Input) {
 		t.Errorf("status after the valid change: %+v, want the input programmed and no error", st)
 	}
+}
+
+// fakeConntrack is a conntrack table of connections; Cut behaves as the
+// kernel's does through dataplane.Conntrack.
+type fakeConntrack struct {
+	entries []l4.Conn
+	dumps   int // how many times the table was read
+}
+
+func (f *fakeConntrack) Cut(_ context.Context, keep func(l4.Conn) bool, hold func([]l4.Conn) error) (int, error) {
+	f.dumps++
+	var kept, doomed []l4.Conn
+	for _, c := range f.entries {
+		if keep(c) {
+			kept = append(kept, c)
+		} else {
+			doomed = append(doomed, c)
+		}
+	}
+	if len(doomed) == 0 {
+		return 0, nil
+	}
+	if err := hold(doomed); err != nil {
+		return 0, err
+	}
+	f.entries = kept
+	return len(doomed), nil
+}
+
+// TestFaultCutHoldsAndReleases: a change that denies a local pod's
+// connection deletes its entry and holds it in the kernel's cut set; a
+// connection between two other nodes' pods is not judged; a pass that
+// changes nothing in the kernel does not read the table; a change that
+// allows the connection again releases it.
+func TestFaultCutHoldsAndReleases(t *testing.T) {
+	dir := t.TempDir()
+	twoNodes := oneNode + `
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: far, namespace: x, labels: {app: far}}
+spec:
+  nodeName: node-2
+  containers: [{name: c}]
+status: {podIP: 198.18.1.3}
+`
+	writeFiles(t, dir, map[string]string{"cluster.yaml": twoNodes})
+	toWeb := l4.Conn{Proto: l4.UDP, Src: netip.MustParseAddrPort("198.18.1.2:5000"), Dst: netip.MustParseAddrPort("198.18.1.1:80")}
+	elsewhere := l4.Conn{Proto: l4.TCP, Src: netip.MustParseAddrPort("198.18.1.3:5000"), Dst: netip.MustParseAddrPort("198.18.9.9:80")}
+	ct := &fakeConntrack{entries: []l4.Conn{toWeb, elsewhere}}
+	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
+	a := agent.New(agent.Config{Node: "node-1", Input: &agent.Files{Paths: []string{dir}}, Conntrack: ct}, nft.New(fake), nil)
+	ctx := context.Background()
+	if err := a.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Status(); st.Cut != 0 || len(ct.entries) != 2 {
+		t.Fatalf("no policy: cut %d, entries %v; want nothing cut", st.Cut, ct.entries)
+	}
+	writeFiles(t, dir, map[string]string{"cluster.yaml": twoNodes, "deny-web.yaml": denyWeb})
+	if err := a.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Status(); st.Cut != 1 || len(ct.entries) != 1 || ct.entries[0] != elsewhere {
+		t.Fatalf("deny-web: cut %d, entries left %v; want the connection to web cut, the other left", st.Cut, ct.entries)
+	}
+	if got := cutSet(t, fake, "cut-4"); got != "198.18.1.2 . 198.18.1.1 . udp . 5000 . 80" {
+		t.Errorf("cut-4 = %q, want the connection to web held", got)
+	}
+	// A change on another node: the input changed, the kernel did not.
+	dumps := ct.dumps
+	writeFiles(t, dir, map[string]string{"cluster.yaml": strings.Replace(twoNodes, "{app: far}", "{app: farther}", 1), "deny-web.yaml": denyWeb})
+	if err := a.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Status(); st.Stats.Operations != 0 || ct.dumps != dumps {
+		t.Errorf("a change that programs nothing: %d operations, %d conntrack dumps; want 0 and 0", st.Stats.Operations, ct.dumps-dumps)
+	}
+	writeFiles(t, dir, map[string]string{"cluster.yaml": twoNodes})
+	if err := a.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := cutSet(t, fake, "cut-4"); got != "" {
+		t.Errorf("cut-4 = %q after the policy went, want the connection released", got)
+	}
+}
+
+func cutSet(t *testing.T, fake *knftables.Fake, set string) string {
+	t.Helper()
+	els, err := fake.ListElements(context.Background(), "set", set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range els {
+		out = append(out, strings.Join(e.Key, " . "))
+	}
+	return strings.Join(out, ",")
 }

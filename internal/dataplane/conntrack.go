@@ -5,6 +5,7 @@
 package dataplane
 
 import (
+	"context"
 	"net"
 	"net/netip"
 
@@ -18,14 +19,46 @@ import (
 // over netlink.
 type Conntrack struct{}
 
-// Cut walks the IPv4 and IPv6 conntrack tables and deletes every entry
-// (TCP, UDP, SCTP) whose original direction keep rejects. Once the entry is
-// gone, the connection's next packet is new to the firewall and meets the
-// rules, which drop it.
-func (Conntrack) Cut(keep func(src, dst netip.Addr, port l4.Port) bool) (int, error) {
+// Cut deletes the entries (TCP, UDP, SCTP; IPv4 and IPv6) whose connection
+// keep rejects, and returns how many it deleted. Each connection is judged
+// as the rules judge it: from the original source to the translated
+// destination (the reply's source), so a connection to a Service address is
+// judged by the backend it reached.
+//
+// Deleting an entry alone does not cut: the next packet, from either side,
+// is new to conntrack and meets the rules, and a packet of the side that
+// the policy does not restrict (the server's, say) would be allowed and
+// re-create the entry in reverse, after which the other side's packets
+// pass as replies. So Cut first hands every connection it will delete to
+// hold, which must make the firewall drop their packets in both
+// directions, and deletes the entries only when hold succeeded.
+func (Conntrack) Cut(ctx context.Context, keep func(l4.Conn) bool, hold func([]l4.Conn) error) (int, error) {
 	total := 0
 	for _, family := range []netlink.InetFamily{unix.AF_INET, unix.AF_INET6} {
-		n, err := netlink.ConntrackDeleteFilters(netlink.ConntrackTable, family, filter{keep})
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		flows, err := netlink.ConntrackTableList(netlink.ConntrackTable, family)
+		if err != nil {
+			return total, err
+		}
+		doomed := map[l4.Conn]bool{}
+		var conns []l4.Conn
+		for _, f := range flows {
+			if c, ok := judged(f); ok && !doomed[c] && !keep(c) {
+				doomed[c] = true
+				conns = append(conns, c)
+			}
+		}
+		if len(conns) == 0 {
+			continue
+		}
+		if err := hold(conns); err != nil {
+			return total, err
+		}
+		// A second dump: the library deletes only through a filter. It
+		// costs a dump when there is something to cut, never otherwise.
+		n, err := netlink.ConntrackDeleteFilters(netlink.ConntrackTable, family, filter(doomed))
 		total += int(n)
 		if err != nil {
 			return total, err
@@ -34,12 +67,17 @@ func (Conntrack) Cut(keep func(src, dst netip.Addr, port l4.Port) bool) (int, er
 	return total, nil
 }
 
-type filter struct {
-	keep func(src, dst netip.Addr, port l4.Port) bool
-}
+// filter matches the entries of the connections it holds.
+type filter map[l4.Conn]bool
 
 // MatchConntrackFlow reports whether the entry is to be deleted.
 func (f filter) MatchConntrackFlow(flow *netlink.ConntrackFlow) bool {
+	c, ok := judged(flow)
+	return ok && f[c]
+}
+
+// judged returns the connection of a conntrack entry as the rules see it.
+func judged(flow *netlink.ConntrackFlow) (l4.Conn, bool) {
 	var proto l4.Protocol
 	switch flow.Forward.Protocol {
 	case unix.IPPROTO_TCP:
@@ -49,14 +87,18 @@ func (f filter) MatchConntrackFlow(flow *netlink.ConntrackFlow) bool {
 	case unix.IPPROTO_SCTP:
 		proto = l4.SCTP
 	default:
-		return false
+		return l4.Conn{}, false
 	}
 	src, ok1 := addr(flow.Forward.SrcIP)
-	dst, ok2 := addr(flow.Forward.DstIP)
+	dst, ok2 := addr(flow.Reverse.SrcIP) // after DNAT
 	if !ok1 || !ok2 {
-		return false
+		return l4.Conn{}, false
 	}
-	return !f.keep(src, dst, l4.Port{Proto: proto, Num: flow.Forward.DstPort})
+	return l4.Conn{
+		Proto: proto,
+		Src:   netip.AddrPortFrom(src, flow.Forward.SrcPort),
+		Dst:   netip.AddrPortFrom(dst, flow.Reverse.SrcPort),
+	}, true
 }
 
 func addr(ip net.IP) (netip.Addr, bool) {

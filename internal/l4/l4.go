@@ -5,6 +5,7 @@ package l4
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -147,4 +148,19 @@ func ParsePortList(s string) ([]Port, error) {
 		out = append(out, Port{Proto: spec.Proto, Num: spec.Num})
 	}
 	return out, nil
+}
+
+// Conn is one connection as the firewall judges it: the source before SNAT
+// and the destination after DNAT (a Service's backend and target port, not
+// its ClusterIP), which is where netpol's rules run.
+type Conn struct {
+	Proto    Protocol
+	Src, Dst netip.AddrPort
+}
+
+// Port is the destination port of c.
+func (c Conn) Port() Port { return Port{Proto: c.Proto, Num: c.Dst.Port()} }
+
+func (c Conn) String() string {
+	return strings.ToLower(c.Proto.String()) + " " + c.Src.String() + " -> " + c.Dst.String()
 }

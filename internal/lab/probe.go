@@ -278,6 +278,11 @@ func contains(ports []l4.Port, p l4.Port) bool {
 	return false
 }
 
+// InPod runs fn in the network namespace of pod p: sockets that fn makes
+// live there, whichever thread uses them later (tests open their own
+// servers and clients this way).
+func (l *Lab) InPod(p Pod, fn func() error) error { return inNamespace(p.Namespace, fn) }
+
 // Dial opens a TCP connection from src that the caller keeps.
 func (l *Lab) Dial(src Pod, dst netip.Addr, port l4.Port) (net.Conn, error) {
 	var conn net.Conn

@@ -2,6 +2,7 @@ package nft_test
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/netpol/netpol/internal/compile"
 	"github.com/netpol/netpol/internal/dataplane"
+	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/source"
@@ -151,11 +153,17 @@ func TestSyncSendsOnlyTheDifference(t *testing.T) {
 }
 
 // TestSyncRestartReconciles: a new renderer over a table holding stale
-// objects replaces them in one transaction and leaves none behind.
+// objects replaces them in one transaction and leaves none behind, but the
+// connections held in the cut sets stay held.
 func TestSyncRestartReconciles(t *testing.T) {
 	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
 	ctx := context.Background()
-	if _, err := nft.New(fake).Sync(ctx, compileYAML(t, cluster)); err != nil {
+	r := nft.New(fake)
+	if _, err := r.Sync(ctx, compileYAML(t, cluster)); err != nil {
+		t.Fatal(err)
+	}
+	held := l4.Conn{Proto: l4.UDP, Src: netip.MustParseAddrPort("198.18.1.1:5000"), Dst: netip.MustParseAddrPort("198.18.1.2:53")}
+	if err := r.Hold(ctx, []l4.Conn{held}); err != nil {
 		t.Fatal(err)
 	}
 	noPolicy := cluster[:strings.Index(cluster, "---\napiVersion: networking.k8s.io/v1")]
@@ -165,12 +173,57 @@ func TestSyncRestartReconciles(t *testing.T) {
 	chains, _ := fake.List(ctx, "chain")
 	sets, _ := fake.List(ctx, "set")
 	sort.Strings(chains)
-	if strings.Join(chains, ",") != "egress,forward,ingress,input" || len(sets) != 0 {
-		t.Errorf("after restart without policies: chains %v, sets %v; want only the fixed chains and no sets", chains, sets)
+	sort.Strings(sets)
+	if strings.Join(chains, ",") != "egress,forward,ingress,input" || strings.Join(sets, ",") != "cut-4,cut-6" {
+		t.Errorf("after restart without policies: chains %v, sets %v; want only the fixed chains and the cut sets", chains, sets)
+	}
+	if got := cutElements(t, fake, "cut-4"); got != "198.18.1.1 . 198.18.1.2 . udp . 5000 . 53" {
+		t.Errorf("cut-4 after the restart: %q, want the held connection", got)
 	}
 }
 
-// TestBaseChains pins the fixed part of the table: replies first, IPv6
+// TestHoldAndRelease: held connections go to the set of their family;
+// releasing one that expired already is no error.
+func TestHoldAndRelease(t *testing.T) {
+	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
+	ctx := context.Background()
+	r := nft.New(fake)
+	if _, err := r.Sync(ctx, compileYAML(t, cluster)); err != nil {
+		t.Fatal(err)
+	}
+	c4 := l4.Conn{Proto: l4.TCP, Src: netip.MustParseAddrPort("198.18.1.1:40000"), Dst: netip.MustParseAddrPort("198.18.1.2:80")}
+	c6 := l4.Conn{Proto: l4.SCTP, Src: netip.MustParseAddrPort("[fd00::1]:7"), Dst: netip.MustParseAddrPort("[fd00::2]:9")}
+	if err := r.Hold(ctx, []l4.Conn{c4, c6}); err != nil {
+		t.Fatal(err)
+	}
+	if got4, got6 := cutElements(t, fake, "cut-4"), cutElements(t, fake, "cut-6"); got4 != "198.18.1.1 . 198.18.1.2 . tcp . 40000 . 80" || got6 != "fd00::1 . fd00::2 . sctp . 7 . 9" {
+		t.Errorf("held: cut-4 %q, cut-6 %q", got4, got6)
+	}
+	gone := l4.Conn{Proto: l4.UDP, Src: netip.MustParseAddrPort("198.18.1.3:1"), Dst: netip.MustParseAddrPort("198.18.1.4:2")}
+	if err := r.Release(ctx, []l4.Conn{c4, gone}); err != nil {
+		t.Fatal(err)
+	}
+	if got := cutElements(t, fake, "cut-4"); got != "" {
+		t.Errorf("cut-4 after the release: %q, want nothing", got)
+	}
+}
+
+func cutElements(t *testing.T, fake *knftables.Fake, set string) string {
+	t.Helper()
+	els, err := fake.ListElements(context.Background(), "set", set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range els {
+		out = append(out, strings.Join(e.Key, " . "))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+// TestBaseChains pins the fixed part of the table: replies first, then the
+// connections that a policy change cut, dropped both ways, then IPv6
 // neighbour discovery with the node never filtered (without it an
 // egress-isolated pod could not even resolve its gateway), then the policy
 // chains.
@@ -179,10 +232,16 @@ func TestBaseChains(t *testing.T) {
 	if _, err := nft.New(fake).Sync(context.Background(), compileYAML(t, cluster)); err != nil {
 		t.Fatal(err)
 	}
+	cut := []string{
+		"ip saddr . ip daddr . meta l4proto . th sport . th dport @cut-4 update @cut-4 { ip saddr . ip daddr . meta l4proto . th sport . th dport } drop",
+		"ip daddr . ip saddr . meta l4proto . th dport . th sport @cut-4 update @cut-4 { ip daddr . ip saddr . meta l4proto . th dport . th sport } drop",
+		"ip6 saddr . ip6 daddr . meta l4proto . th sport . th dport @cut-6 update @cut-6 { ip6 saddr . ip6 daddr . meta l4proto . th sport . th dport } drop",
+		"ip6 daddr . ip6 saddr . meta l4proto . th dport . th sport @cut-6 update @cut-6 { ip6 daddr . ip6 saddr . meta l4proto . th dport . th sport } drop",
+	}
 	for chain, want := range map[string][]string{
-		"forward": {"ct state established,related accept", "jump egress", "jump ingress"},
-		"input": {"ct state established,related accept",
-			"icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } accept", "jump egress"},
+		"forward": append(append([]string{"ct state established,related accept"}, cut...), "jump egress", "jump ingress"),
+		"input": append(append([]string{"ct state established,related accept"}, cut...),
+			"icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } accept", "jump egress"),
 	} {
 		rules, err := fake.ListRules(context.Background(), chain)
 		if err != nil {

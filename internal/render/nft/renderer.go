@@ -203,7 +203,9 @@ func (r *Renderer) reconcile(ctx context.Context, tx *knftables.Transaction, wan
 		tx.Flush(&knftables.Map{Name: name})
 	}
 	for _, name := range have["set"] {
-		tx.Flush(&knftables.Set{Name: name})
+		if !isCutSet(name) { // held connections stay held across restarts
+			tx.Flush(&knftables.Set{Name: name})
+		}
 	}
 	for _, name := range have["chain"] {
 		if _, ok := want.chains[name]; !ok && !isBase(name) {
@@ -216,7 +218,7 @@ func (r *Renderer) reconcile(ctx context.Context, tx *knftables.Transaction, wan
 		}
 	}
 	for _, name := range have["set"] {
-		if _, ok := want.sets[name]; !ok {
+		if _, ok := want.sets[name]; !ok && !isCutSet(name) {
 			tx.Delete(&knftables.Set{Name: name})
 		}
 	}
@@ -248,14 +250,17 @@ func writeBase(tx *knftables.Transaction) {
 		tx.Add(c)
 		tx.Flush(c)
 	}
+	writeCutSets(tx)
 }
 
 // writeBaseRules fills the base chains, once the chains they jump to exist.
 func writeBaseRules(tx *knftables.Transaction) {
 	tx.Add(&knftables.Rule{Chain: chainForward, Rule: "ct state established,related accept"})
+	writeCutRules(tx, chainForward)
 	tx.Add(&knftables.Rule{Chain: chainForward, Rule: "jump " + chainEgress})
 	tx.Add(&knftables.Rule{Chain: chainForward, Rule: "jump " + chainIngress})
 	tx.Add(&knftables.Rule{Chain: chainInput, Rule: "ct state established,related accept"})
+	writeCutRules(tx, chainInput)
 	tx.Add(&knftables.Rule{Chain: chainInput, Rule: "icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } accept",
 		Comment: knftables.PtrTo("IPv6 neighbour discovery with the node is link plumbing, as ARP is")})
 	tx.Add(&knftables.Rule{Chain: chainInput, Rule: "jump " + chainEgress,

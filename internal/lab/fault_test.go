@@ -1,0 +1,238 @@
+package lab_test
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/netpol/netpol/internal/lab"
+)
+
+// dualStack is twoPods with IPv6 addresses too.
+const dualStack = `
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+status: {addresses: [{type: InternalIP, address: 198.19.255.1}, {type: InternalIP, address: "fd00:198:19::1"}]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-2}
+status: {addresses: [{type: InternalIP, address: 198.19.255.2}, {type: InternalIP, address: "fd00:198:19::2"}]}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: x, labels: {ns: x}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: x, labels: {app: client}}
+spec:
+  nodeName: node-1
+  containers: [{name: c}]
+status: {podIPs: [{ip: 198.18.1.1}, {ip: "fd00:198:18:1::1"}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: server, namespace: x, labels: {app: server}}
+spec:
+  nodeName: node-2
+  containers: [{name: c, ports: [{containerPort: 80}]}]
+status: {podIPs: [{ip: 198.18.1.2}, {ip: "fd00:198:18:1::2"}]}
+`
+
+// pushStream is a connection on which the server sends every 50 ms and the
+// client never sends after its first datagram (UDP) or handshake (TCP):
+// after a cut, the server's packet is the first the firewall sees.
+type pushStream struct {
+	name     string
+	received atomic.Int64
+	closers  []interface{ Close() error }
+}
+
+func (s *pushStream) close() {
+	for _, c := range s.closers {
+		_ = c.Close()
+	}
+}
+
+// push starts a server in server's namespace on port and a client in
+// client's that connects to it, on network ("tcp" or "udp") and dst's family.
+func push(t *testing.T, l *lab.Lab, client, server lab.Pod, network string, dst netip.Addr, port int) *pushStream {
+	t.Helper()
+	fam := network + "4"
+	if dst.Is6() {
+		fam = network + "6"
+	}
+	s := &pushStream{name: fam}
+	addr := net.JoinHostPort(dst.String(), strconv.Itoa(port))
+	tick := func(write func() error) {
+		go func() {
+			for range 400 { // 20 s at most: a bounded loop
+				if write() != nil {
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}()
+	}
+	count := func(read func([]byte) (int, error)) {
+		go func() {
+			buf := make([]byte, 64)
+			for {
+				n, err := read(buf)
+				if err != nil {
+					return
+				}
+				s.received.Add(int64(n))
+			}
+		}()
+	}
+	err := l.InPod(server, func() error {
+		if network == "tcp" {
+			ln, err := net.Listen(fam, addr)
+			if err != nil {
+				return err
+			}
+			s.closers = append(s.closers, ln)
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				s.closers = append(s.closers, c)
+				tick(func() error { _, err := c.Write([]byte("x")); return err })
+			}()
+			return nil
+		}
+		pc, err := net.ListenPacket(fam, addr)
+		if err != nil {
+			return err
+		}
+		s.closers = append(s.closers, pc)
+		go func() {
+			buf := make([]byte, 64)
+			_, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			tick(func() error { _, err := pc.WriteTo([]byte("x"), from); return err })
+		}()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = l.InPod(client, func() error {
+		c, err := net.DialTimeout(fam, addr, lab.ProbeTimeout)
+		if err != nil {
+			return err
+		}
+		s.closers = append(s.closers, c)
+		if network == "udp" {
+			if _, err := c.Write([]byte("hello")); err != nil {
+				return err
+			}
+		}
+		count(c.Read)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.close)
+	return s
+}
+
+// TestLabFaultCutHoldsWhenServerSpeaksFirst: streams in which only the
+// server sends (TCP and UDP, IPv4 and IPv6) carry data until a policy
+// denies the client -> server connection; from then on no byte arrives,
+// although the server's packets, seen alone, travel in an allowed
+// direction (server -> client is not denied by anything).
+func TestLabFaultCutHoldsWhenServerSpeaksFirst(t *testing.T) {
+	requireLab(t)
+	l := upLab(t, labName("spk"), dualStack)
+	client, server := l.Pods[0], l.Pods[1]
+	var streams []*pushStream
+	for i, network := range []string{"tcp", "udp"} {
+		for _, dst := range server.Addrs() {
+			streams = append(streams, push(t, l, client, server, network, dst, 9000+i))
+		}
+	}
+	if len(streams) != 4 {
+		t.Fatalf("%d streams, want 4 (is the lab dual-stack?)", len(streams))
+	}
+	waitFor(t, "every stream carries data", func() bool {
+		for _, s := range streams {
+			if s.received.Load() < 3 {
+				return false
+			}
+		}
+		return true
+	})
+	if err := l.WriteManifests([]byte(dualStack + denyServer)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitProgrammed(context.Background(), 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Bytes already on their way when the entry went are not a leak; what
+	// arrives after they settled is.
+	time.Sleep(300 * time.Millisecond)
+	before := make([]int64, len(streams))
+	for i, s := range streams {
+		before[i] = s.received.Load()
+	}
+	time.Sleep(1500 * time.Millisecond) // 30 pushes of each server
+	for i, s := range streams {
+		if got := s.received.Load(); got != before[i] {
+			t.Errorf("%s: %d bytes arrived after the policy denied the connection (server speaking first)", s.name, got-before[i])
+		}
+	}
+	// The policy goes: the held connections are released, and the UDP
+	// servers' pushes (same ports) arrive again.
+	if err := l.WriteManifests([]byte(dualStack)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitProgrammed(context.Background(), 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range streams {
+		if s.name == "udp4" || s.name == "udp6" {
+			waitFor(t, s.name+" carries data again once allowed", func() bool { return s.received.Load() > before[i]+2 })
+		}
+	}
+}
+
+// waitFor polls cond for up to 10 s: a bound on a hang, not a timing
+// assertion.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting until %s", what)
+}
+
+var labSeq struct {
+	sync.Mutex
+	n int
+}
+
+// labName makes a lab name unique to this test process, so that two test
+// runs on one machine never share a lab: prefix (at most 3 characters), the
+// process ID and a counter, within the 8 characters a lab name has.
+func labName(prefix string) string {
+	labSeq.Lock()
+	defer labSeq.Unlock()
+	labSeq.n++
+	return prefix + strconv.FormatInt((int64(os.Getpid())*36+int64(labSeq.n))%(36*36*36*36*36), 36)
+}
