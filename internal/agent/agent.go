@@ -50,6 +50,15 @@ type Config struct {
 	// Audit learns what the kernel logs after every pass; nil when nobody
 	// reads the log.
 	Audit Auditor
+	// Generation reads the kernel's nftables generation
+	// (dataplane.Generation); when it moves past the one the agent's own
+	// last write left, the agent verifies its table and repairs it. Nil
+	// turns drift detection off (dry runs, tests without a kernel).
+	Generation func() (uint32, error)
+	// Resync rewrites the whole table this often even when nothing seems
+	// to have changed: the drift check cannot see a rule or element
+	// removed from inside a chain or set. 0: never.
+	Resync time.Duration
 }
 
 // Auditor turns the kernel's log into audit lines (package audit).
@@ -88,6 +97,11 @@ type Status struct {
 	Error      string      `json:"error,omitempty"`
 	Stats      nft.Stats   `json:"stats"`
 	Cut        int         `json:"conntrackCut"`
+	// Repaired counts the times the agent found its table changed by
+	// someone else and programmed it again; Drift says what it found
+	// last.
+	Repaired   int         `json:"driftRepaired"`
+	Drift      string      `json:"drift,omitempty"`
 	Pods       int         `json:"localPods"`
 	Tables     int         `json:"tables"`
 	Time       time.Time   `json:"time"`
@@ -114,6 +128,11 @@ type Agent struct {
 	// cut sets, with the order they were held in (see remember).
 	held    map[l4.Conn]uint64
 	heldSeq uint64
+	// generation is the kernel's nftables generation after the agent's
+	// own last write (see Config.Generation); lastResync when the table
+	// was last rewritten whole.
+	generation uint32
+	lastResync time.Time
 }
 
 type outcome struct {
@@ -136,23 +155,91 @@ func New(cfg Config, renderer *nft.Renderer, logTx func(string)) *Agent {
 		compiler: compile.Compiler{AuditDenies: cfg.AuditDenies}}
 }
 
-// Run loops until ctx is done. A failed pass is retried on the next tick;
-// the kernel keeps the last rules that were programmed.
+// Run loops until ctx is done. After each pass it checks that the kernel
+// still holds what it programmed (see Config.Generation). A failed pass is
+// retried after a bounded exponential backoff, or at once when the input
+// changes; the kernel keeps the last rules that were programmed.
 func (a *Agent) Run(ctx context.Context) error {
-	tick := time.NewTicker(a.cfg.Interval)
-	defer tick.Stop()
+	failures := 0
 	for {
 		a.health.tick()
-		if err := a.Pass(ctx); err != nil {
-			klog.ErrorS(err, "Sync failed; the last programmed rules stay in place", "node", a.cfg.Node)
+		err := a.Pass(ctx)
+		if err == nil {
+			err = a.checkKernel(ctx)
 		}
+		wait := a.cfg.Interval
+		if err != nil {
+			failures++
+			wait = backoff(a.cfg.Interval, failures)
+			klog.ErrorS(err, "Sync failed; the last programmed rules stay in place", "node", a.cfg.Node,
+				"failures", failures, "retryIn", wait)
+		} else {
+			failures = 0
+		}
+		a.health.failed(err)
+		a.metrics.failing.Set(float64(failures))
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return nil
-		case <-tick.C:
+		case <-timer.C:
 		case <-a.cfg.Input.Changed(): // a nil channel never fires
+			timer.Stop()
 		}
 	}
+}
+
+// maxBackoff bounds the wait between failed passes.
+const maxBackoff = 30 * time.Second
+
+// backoff is the wait after the n-th failure in a row: the interval,
+// doubled with each failure, at most maxBackoff.
+func backoff(interval time.Duration, n int) time.Duration {
+	d := interval
+	for i := 1; i < n && d < maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxBackoff)
+}
+
+// checkKernel repairs the table when someone else changed it: when the
+// nftables generation moved past the agent's own last write and the table
+// no longer holds what was programmed, or when a full resync is due, the
+// renderer forgets what it programmed and the agent programs the input
+// again (the renderer then reconciles with what the kernel really holds).
+func (a *Agent) checkKernel(ctx context.Context) error {
+	if a.cfg.DryRun || a.status.Programmed == "" {
+		return nil
+	}
+	resync := a.cfg.Resync > 0 && time.Since(a.lastResync) >= a.cfg.Resync
+	if !resync {
+		if a.cfg.Generation == nil {
+			return nil
+		}
+		gen, err := a.cfg.Generation()
+		if err != nil {
+			return fmt.Errorf("reading the nftables generation: %w", err)
+		}
+		if gen == a.generation {
+			return nil
+		}
+		drift, err := a.renderer.Verify(ctx)
+		if err != nil {
+			return fmt.Errorf("verifying the nftables table: %w", err)
+		}
+		if drift == "" {
+			a.generation = gen // someone else's change, not to our table
+			return nil
+		}
+		a.status.Repaired++
+		a.status.Drift = drift
+		a.metrics.drift.Inc()
+		klog.InfoS("The nftables table was changed by someone else; programming it again", "node", a.cfg.Node, "drift", drift)
+	}
+	a.renderer.Forget()
+	a.status.Programmed = "" // the next pass programs the input, whatever it is
+	return a.Pass(ctx)
 }
 
 // Pass reads the input and, if it changed since the last good pass,
@@ -223,6 +310,9 @@ func (a *Agent) Pass(ctx context.Context) error {
 		a.status.Cut = a.cut(ctx, e, ir)
 		a.metrics.cut.Add(float64(a.status.Cut))
 	}
+	if !a.cfg.DryRun {
+		a.wrote()
+	}
 	a.status.Programmed, a.status.Error = fp, ""
 	a.status.Pods, a.status.Tables, a.status.IR = len(ir.Pods), len(ir.Tables), ir
 	a.status.Time, a.status.Took = time.Now(), time.Since(start).Round(time.Microsecond).String()
@@ -231,6 +321,23 @@ func (a *Agent) Pass(ctx context.Context) error {
 		"operations", a.status.Stats.Operations, "conntrackCut", a.status.Cut, "took", a.status.Took)
 	a.report(ctx, diags, nil)
 	return a.writeStatus()
+}
+
+// wrote notes the kernel's state after the agent's own writes: the
+// nftables generation they left, and when the table was last written whole.
+func (a *Agent) wrote() {
+	if a.status.Stats.Full || a.lastResync.IsZero() {
+		a.lastResync = time.Now()
+	}
+	if a.cfg.Generation == nil {
+		return
+	}
+	gen, err := a.cfg.Generation()
+	if err != nil {
+		klog.ErrorS(err, "Reading the nftables generation", "node", a.cfg.Node)
+		return
+	}
+	a.generation = gen
 }
 
 // cut deletes the conntrack entries of connections to or from local pods
@@ -336,8 +443,10 @@ func (a *Agent) logFindings(l diag.List) {
 		if a.logged[s] {
 			continue
 		}
-		if d.Severity == diag.Error {
-			klog.ErrorS(nil, "Invalid input left out", "finding", s)
+		if d.Severity == diag.Error && d.Object == "" {
+			klog.ErrorS(nil, "Invalid input: none of it is programmed", "finding", s)
+		} else if d.Severity == diag.Error {
+			klog.ErrorS(nil, "Invalid object left out", "finding", s)
 		} else {
 			klog.InfoS("Input warning", "finding", s)
 		}

@@ -2,11 +2,16 @@ package agent_test
 
 import (
 	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/knftables"
 
@@ -215,4 +220,141 @@ func cutSet(t *testing.T, fake *knftables.Fake, set string) string {
 		out = append(out, strings.Join(e.Key, " . "))
 	}
 	return strings.Join(out, ",")
+}
+
+// flakyNft is knftables' fake whose transactions fail while failing is set,
+// as a kernel that refuses them would (the table stays as it was).
+type flakyNft struct {
+	*knftables.Fake
+	failing atomic.Bool
+	runs    atomic.Int32
+}
+
+func (f *flakyNft) Run(ctx context.Context, tx *knftables.Transaction) error {
+	f.runs.Add(1)
+	if f.failing.Load() {
+		return errors.New("injected: the kernel refused the transaction")
+	}
+	return f.Fake.Run(ctx, tx)
+}
+
+// runAgent runs a's loop until the test ends, and serves its handler.
+func runAgent(t *testing.T, a *agent.Agent) *httptest.Server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = a.Run(ctx)
+	}()
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		<-done
+	})
+	return srv
+}
+
+// eventually polls cond for up to 10 s: a bound on a hang, not a timing
+// assertion.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting until %s", what)
+}
+
+// TestFaultFlushedRulesetRestored: someone flushes the ruleset (a firewall
+// reload) while the input stays the same; the agent sees the nftables
+// generation move, finds its table gone, and programs it again, and says so
+// in its metrics.
+func TestFaultFlushedRulesetRestored(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"cluster.yaml": oneNode, "deny-web.yaml": denyWeb})
+	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
+	var gen atomic.Uint32
+	gen.Store(7)
+	a := agent.New(agent.Config{Node: "node-1", Input: &agent.Files{Paths: []string{dir}}, Interval: 10 * time.Millisecond,
+		Generation: func() (uint32, error) { return gen.Load(), nil }}, nft.New(fake), nil)
+	srv := runAgent(t, a)
+	webIsolated := func() bool {
+		els, err := fake.ListElements(context.Background(), "map", "ingress-4")
+		return err == nil && len(els) == 1 && els[0].Key[0] == "198.18.1.1"
+	}
+	eventually(t, "web is isolated", webIsolated)
+	// Another writer's change to another table: nothing to repair.
+	gen.Add(1)
+	time.Sleep(100 * time.Millisecond) // ten turns of the loop
+	if _, body := get(t, srv.URL+"/metrics"); !strings.Contains(body, "netpol_nft_drift_repaired_total 0") {
+		t.Fatalf("after a change that left the table alone: want netpol_nft_drift_repaired_total 0 in\n%s", grepLines(body, "drift"))
+	}
+	// nft flush ruleset.
+	tx := fake.NewTransaction()
+	tx.Delete(&knftables.Table{})
+	if err := fake.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+	gen.Add(1)
+	eventually(t, "web is isolated again", webIsolated)
+	eventually(t, "the repair is counted", func() bool {
+		_, body := get(t, srv.URL+"/metrics")
+		return strings.Contains(body, "netpol_nft_drift_repaired_total 1")
+	})
+}
+
+// TestFaultFailingNftBacksOffAndRecovers: while the kernel refuses every
+// transaction the agent is not ready and says why, counts the failures,
+// and retries; once the kernel takes them it programs and is ready.
+func TestFaultFailingNftBacksOffAndRecovers(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"cluster.yaml": oneNode, "deny-web.yaml": denyWeb})
+	flaky := &flakyNft{Fake: knftables.NewFake(knftables.InetFamily, nft.TableName)}
+	flaky.failing.Store(true)
+	a := agent.New(agent.Config{Node: "node-1", Input: &agent.Files{Paths: []string{dir}}, Interval: 10 * time.Millisecond},
+		nft.New(flaky), nil)
+	srv := runAgent(t, a)
+	eventually(t, "three failed passes", func() bool { return flaky.runs.Load() >= 3 })
+	if code, body := get(t, srv.URL+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "nothing programmed yet") {
+		t.Errorf("/readyz while nothing was ever programmed: %d %q, want 503 nothing programmed yet", code, body)
+	}
+	if _, body := get(t, srv.URL+"/metrics"); !strings.Contains(body, "netpol_errors_total{stage=\"kernel\"}") {
+		t.Errorf("metrics lack the kernel errors:\n%s", grepLines(body, "netpol_errors_total"))
+	}
+	flaky.failing.Store(false)
+	eventually(t, "ready", func() bool { code, _ := get(t, srv.URL+"/readyz"); return code == http.StatusOK })
+	// A change the kernel refuses: not ready, the reason given, the old
+	// rules kept.
+	flaky.failing.Store(true)
+	writeFiles(t, dir, map[string]string{"cluster.yaml": oneNode, "deny-web.yaml": denyWeb, "deny-db.yaml": denyDB})
+	eventually(t, "not ready with the kernel's refusal", func() bool {
+		code, body := get(t, srv.URL+"/readyz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "injected: the kernel refused the transaction")
+	})
+	els, err := flaky.ListElements(context.Background(), "map", "ingress-4")
+	if err != nil || len(els) != 1 {
+		t.Errorf("ingress-4 while the change is refused: %v %v, want web's element kept", els, err)
+	}
+	if _, body := get(t, srv.URL+"/metrics"); strings.Contains(body, "netpol_sync_failures_in_a_row 0\n") {
+		t.Errorf("failures in a row reads 0 while passes fail:\n%s", grepLines(body, "failures"))
+	}
+	flaky.failing.Store(false)
+	eventually(t, "ready after the kernel takes the change", func() bool {
+		code, _ := get(t, srv.URL+"/readyz")
+		els, _ := flaky.ListElements(context.Background(), "map", "ingress-4")
+		return code == http.StatusOK && len(els) == 2
+	})
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -24,6 +24,8 @@ type metrics struct {
 	invalid  prometheus.Gauge
 	errors   *prometheus.CounterVec
 	cut      prometheus.Counter
+	drift    prometheus.Counter
+	failing  prometheus.Gauge
 }
 
 // Stages of netpol_errors_total.
@@ -54,7 +56,12 @@ func newMetrics() *metrics {
 		cut: prometheus.NewCounter(prometheus.CounterOpts{Name: "netpol_conntrack_entries_cut_total",
 			Help: "Conntrack entries deleted because a policy change denies their connection."}),
 	}
+	m.drift = prometheus.NewCounter(prometheus.CounterOpts{Name: "netpol_nft_drift_repaired_total",
+		Help: "Times the agent found its nftables table changed by someone else and programmed it again."})
+	m.failing = prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_sync_failures_in_a_row",
+		Help: "Passes failed since the last good one (0: the kernel enforces the input); retries back off."})
 	m.registry.MustRegister(m.sync, m.latency, m.chains, m.rules, m.sets, m.elements, m.pods, m.invalid, m.errors, m.cut,
+		m.drift, m.failing,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	for _, stage := range []string{stageInput, stageKernel, stageStatus} {
 		m.errors.WithLabelValues(stage) // export zeros: a rate over a missing series is no answer
@@ -67,7 +74,14 @@ type health struct {
 	mu       sync.Mutex
 	loop     time.Time // last start of a loop iteration
 	ready    bool      // some input has been programmed
+	failing  error     // the last pass failed: the kernel enforces older input
 	deadline time.Duration
+}
+
+func (h *health) failed(err error) {
+	h.mu.Lock()
+	h.failing = err
+	h.mu.Unlock()
 }
 
 func (h *health) tick() {
@@ -101,10 +115,15 @@ func (a *Agent) Handler() http.Handler {
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		a.health.mu.Lock()
-		ready := a.health.ready
+		ready, failing := a.health.ready, a.health.failing
 		a.health.mu.Unlock()
 		if !ready {
 			http.Error(w, "nothing programmed yet", http.StatusServiceUnavailable)
+			return
+		}
+		if failing != nil {
+			http.Error(w, "the last pass failed, the kernel keeps enforcing the last input programmed: "+failing.Error(),
+				http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")

@@ -79,8 +79,9 @@ func TestAgentServesMetricsAndHealth(t *testing.T) {
 		"netpol_conntrack_entries_cut_total":        "0",
 	})
 
-	// An invalid input: counted, and the rules stay.
-	if err := os.WriteFile(file, []byte(strings.Replace(twoPods, "podIP: 198.18.1.2", "podIP: 198.18.1.999", 1)), 0o644); err != nil {
+	// An input that cannot be read as a whole (a YAML syntax error: which
+	// objects the file holds is unknown): counted, and the rules stay.
+	if err := os.WriteFile(file, []byte(twoPods+"\n---\nkind: [unclosed\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Pass(t.Context()); err == nil {

@@ -179,6 +179,7 @@ netlink nor write access: it prints each transaction instead.`,
 					return fmt.Errorf("nftables is not usable here: %w", err)
 				}
 				cfg.Conntrack = dataplane.Conntrack{}
+				cfg.Generation = dataplane.Generation
 				if auditLog != "off" {
 					closeAudit, err := startAudit(cmd, &cfg, auditLog)
 					if err != nil {
@@ -213,6 +214,7 @@ netlink nor write access: it prints each transaction instead.`,
 	fl.StringVar(&kubeContext, "context", "", "the kubeconfig context of the cluster to watch")
 	fl.BoolVar(&inCluster, "in-cluster", false, "watch the cluster this pod runs in (service account credentials)")
 	fl.DurationVar(&cfg.Interval, "interval", 500*time.Millisecond, "how often to look at the input for changes (a cluster watch also wakes the agent on every change)")
+	fl.DurationVar(&cfg.Resync, "resync", 5*time.Minute, "rewrite the whole table this often even when nothing changed (repairs what the drift check cannot see: a rule or element removed inside a chain or set); 0 turns it off")
 	fl.StringVar(&cfg.Status, "status", "", "file to rewrite with the agent's status (JSON) after every pass")
 	fl.BoolVar(&cfg.DryRun, "dry-run", false, "print each nftables transaction instead of applying it")
 	fl.BoolVar(&elementsViaNft, "elements-via-nft", false, "send every change through nft, set elements too (slower: by default elements, and the chains and sets a change leaves unused, go to the kernel in one netlink batch)")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"os/exec"
 	"slices"
 	"testing"
 
@@ -117,6 +118,29 @@ func TestLabConntrackHoldFailsNothingCut(t *testing.T) {
 		}
 		if len(left) != 1 {
 			t.Errorf("%d entries left, want 1", len(left))
+		}
+	})
+}
+
+// TestLabGenerationCountsEveryWriter: the generation moves with every
+// committed transaction, netpol's or anyone else's, and stays put
+// otherwise.
+func TestLabGenerationCountsEveryWriter(t *testing.T) {
+	netnstest.Run(t, func() {
+		g1, err := dataplane.Generation()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g2, err := dataplane.Generation()
+		if err != nil || g2 != g1 {
+			t.Fatalf("asked twice: %d then %d (%v), want the same", g1, g2, err)
+		}
+		if out, err := exec.Command("nft", "add table inet other").CombinedOutput(); err != nil {
+			t.Fatalf("nft: %v: %s", err, out)
+		}
+		g3, err := dataplane.Generation()
+		if err != nil || g3 == g2 {
+			t.Fatalf("after another writer's transaction: %d then %d (%v), want it moved", g2, g3, err)
 		}
 	})
 }

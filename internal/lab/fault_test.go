@@ -5,12 +5,14 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/lab"
 )
 
@@ -235,4 +237,35 @@ func labName(prefix string) string {
 	defer labSeq.Unlock()
 	labSeq.n++
 	return prefix + strconv.FormatInt((int64(os.Getpid())*36+int64(labSeq.n))%(36*36*36*36*36), 36)
+}
+
+// TestLabFaultFlushRulesetRestored: `nft flush ruleset` on the server's
+// node (a firewall reload) removes netpol's table while nothing in the
+// cluster changes; the agent notices and enforces again within seconds.
+func TestLabFaultFlushRulesetRestored(t *testing.T) {
+	requireLab(t)
+	l := upLab(t, labName("fl"), twoPods+denyServer)
+	client, server := l.Pods[0], l.Pods[1]
+	port := l4.Port{Proto: l4.TCP, Num: 80}
+	if ok, err := l.Probe(client, server.IP, port); err != nil || ok {
+		t.Fatalf("before the flush: connected=%v err=%v, want denied", ok, err)
+	}
+	node := l.Nodes[1]
+	if node.Name != "node-2" {
+		t.Fatalf("node %s, want node-2", node.Name)
+	}
+	if out, err := exec.Command("ip", "netns", "exec", node.Namespace, "nft", "flush", "ruleset").CombinedOutput(); err != nil {
+		t.Fatalf("nft flush ruleset: %v: %s", err, out)
+	}
+	waitFor(t, "the denied port is denied again", func() bool {
+		ok, err := l.Probe(client, server.IP, port)
+		return err == nil && !ok
+	})
+	st, err := l.AgentStatus("node-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Repaired < 1 || st.Drift == "" {
+		t.Errorf("node-2's status: repaired %d, drift %q; want a repair and what it found", st.Repaired, st.Drift)
+	}
 }

@@ -29,7 +29,8 @@ type Options struct {
 // and err is the diag.InputError.
 //
 // With opts.SkipInvalid the objects that errors name are left out and the
-// build repeated; err is then non-nil only for an error that names no object.
+// build repeated; err is then non-nil only for an error that names no object
+// (a document that is not an object at all, say).
 func Build(objects []source.Object, decoded diag.List, opts Options) (*engine.Engine, diag.List, error) {
 	return (&Builder{Options: opts}).Build(objects, decoded)
 }
@@ -54,6 +55,15 @@ func (b *Builder) Build(objects []source.Object, decoded diag.List) (*engine.Eng
 		return b.build(objects, decoded)
 	}
 	findings := append(diag.List(nil), decoded...)
+	for _, d := range decoded.Errors() {
+		if d.Object == "" {
+			// A document that could not be read as an object: which
+			// object it was, and so what leaving it out would open, is
+			// unknown. The whole input is refused (an agent keeps the
+			// rules it has).
+			return nil, findings, decoded.Err()
+		}
+	}
 	skip := map[string]bool{}
 	addInvalid(skip, findings)
 	for {

@@ -52,6 +52,9 @@ type Stats struct {
 	// Netlink: the element changes went to the kernel through the
 	// ElementWriter, and nft ran only for chains and sets, if at all.
 	Netlink bool `json:"netlink,omitempty"`
+	// Full: the transaction rewrote the whole table, reconciling with what
+	// the kernel held (a first sync, or one after Forget or a failure).
+	Full bool `json:"full,omitempty"`
 }
 
 // Plan returns the transaction that would bring the kernel to ir, without
@@ -87,6 +90,7 @@ func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
 		if err := r.reconcile(ctx, p.tx, want, &p.st); err != nil {
 			return p, err
 		}
+		p.st.Full = true
 	} else {
 		p.adds = r.nft.NewTransaction()
 		p.elements, p.unused = diff(p.tx, p.adds, r.programmed, want, &p.st)
@@ -254,7 +258,7 @@ func writeBase(tx *knftables.Transaction) {
 }
 
 // writeBaseRules fills the base chains, once the chains they jump to exist.
-func writeBaseRules(tx *knftables.Transaction) {
+func writeBaseRules(tx ops) {
 	tx.Add(&knftables.Rule{Chain: chainForward, Rule: "ct state established,related accept"})
 	writeCutRules(tx, chainForward)
 	tx.Add(&knftables.Rule{Chain: chainForward, Rule: "jump " + chainEgress})

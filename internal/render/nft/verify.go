@@ -1,0 +1,86 @@
+package nft
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/knftables"
+)
+
+// Verify compares the kernel's table with what the renderer last
+// programmed and describes the first difference it finds ("" when none).
+// The kernel is not netpol's alone: a firewall reload or `nft flush
+// ruleset` empties it, and the renderer's diffs, made against its memory,
+// would never notice. The check is cheap enough to run whenever the
+// ruleset's generation moves (dataplane.Generation): the table, every
+// chain, set and map programmed, the base chains' rules, and the verdict
+// maps' elements (which point each local pod at its rules). A rule or
+// element removed from inside a policy chain or an address set is not
+// seen here; the agent's periodic full resync repairs those.
+func (r *Renderer) Verify(ctx context.Context) (string, error) {
+	want := r.programmed
+	if want == nil {
+		return "", nil // the next Sync reads the kernel anyway
+	}
+	have := map[string]map[string]bool{}
+	for _, kind := range []string{"chain", "set", "map"} {
+		names, err := r.nft.List(ctx, kind)
+		if knftables.IsNotFound(err) {
+			return "table inet " + TableName + " is gone", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("listing nftables %ss: %w", kind, err)
+		}
+		have[kind] = map[string]bool{}
+		for _, n := range names {
+			have[kind][n] = true
+		}
+	}
+	for _, name := range append(sortedKeys(want.chains), chainForward, chainInput) {
+		if !have["chain"][name] {
+			return "chain " + name + " is gone", nil
+		}
+	}
+	for _, name := range append(sortedKeys(want.sets), cutSet4, cutSet6) {
+		if !have["set"][name] {
+			return "set " + name + " is gone", nil
+		}
+	}
+	for _, name := range sortedKeys(want.maps) {
+		if !have["map"][name] {
+			return "map " + name + " is gone", nil
+		}
+	}
+	wantRules := ruleCount{}
+	writeBaseRules(wantRules)
+	for _, chain := range []string{chainForward, chainInput} {
+		rules, err := r.nft.ListRules(ctx, chain)
+		if err != nil {
+			return "", fmt.Errorf("listing the rules of %s: %w", chain, err)
+		}
+		if len(rules) != wantRules[chain] {
+			return fmt.Sprintf("base chain %s has %d rules, want %d", chain, len(rules), wantRules[chain]), nil
+		}
+	}
+	for _, name := range []string{"ingress-4", "ingress-6", "egress-4", "egress-6"} {
+		els, err := r.nft.ListElements(ctx, "map", name)
+		if err != nil {
+			return "", fmt.Errorf("listing the elements of %s: %w", name, err)
+		}
+		if n := len(want.maps[name].elements); len(els) != n {
+			return fmt.Sprintf("verdict map %s has %d elements, want %d", name, len(els), n), nil
+		}
+	}
+	return "", nil
+}
+
+// ruleCount counts the rules added per chain.
+type ruleCount map[string]int
+
+func (c ruleCount) Add(o knftables.Object) {
+	if r, ok := o.(*knftables.Rule); ok {
+		c[r.Chain]++
+	}
+}
+func (ruleCount) Flush(knftables.Object)  {}
+func (ruleCount) Delete(knftables.Object) {}
