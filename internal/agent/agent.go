@@ -92,21 +92,21 @@ type Status struct {
 	// Input is the fingerprint of the input last read; Programmed is the
 	// fingerprint of the input the kernel now enforces (they differ when the
 	// input is invalid or the kernel refused the transaction).
-	Input      string      `json:"input"`
-	Programmed string      `json:"programmed"`
-	Error      string      `json:"error,omitempty"`
-	Stats      nft.Stats   `json:"stats"`
-	Cut        int         `json:"conntrackCut"`
+	Input      string    `json:"input"`
+	Programmed string    `json:"programmed"`
+	Error      string    `json:"error,omitempty"`
+	Stats      nft.Stats `json:"stats"`
+	Cut        int       `json:"conntrackCut"`
 	// Repaired counts the times the agent found its table changed by
 	// someone else and programmed it again; Drift says what it found
 	// last.
-	Repaired   int         `json:"driftRepaired"`
-	Drift      string      `json:"drift,omitempty"`
-	Pods       int         `json:"localPods"`
-	Tables     int         `json:"tables"`
-	Time       time.Time   `json:"time"`
-	Took       string      `json:"took"`
-	IR         *compile.IR `json:"-"`
+	Repaired int         `json:"driftRepaired"`
+	Drift    string      `json:"drift,omitempty"`
+	Pods     int         `json:"localPods"`
+	Tables   int         `json:"tables"`
+	Time     time.Time   `json:"time"`
+	Took     string      `json:"took"`
+	IR       *compile.IR `json:"-"`
 }
 
 // Agent runs the loop for one node.
