@@ -192,6 +192,15 @@ netlink nor write access: it prints each transaction instead.`,
 			if !cfg.DryRun && !elementsViaNft {
 				renderer.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
 			}
+			if !cfg.DryRun {
+				var uts unix.Utsname
+				_ = unix.Uname(&uts)
+				release := unix.ByteSliceToString(uts.Release[:])
+				if nft.NeedsDeleteLater(release) {
+					klog.InfoS("Kernel before 6.2: chains and sets a change leaves unused are deleted in a later transaction", "release", release)
+					renderer.DeleteLater(true)
+				}
+			}
 			out := cmd.OutOrStdout()
 			a := agent.New(cfg, renderer, func(tx string) { fmt.Fprint(out, tx) })
 			if listen != "" {

@@ -21,11 +21,19 @@ import (
 // stops using. After every step the kernel holds exactly what nft loads
 // from scratch for the same IR.
 func TestLabSyncSendsElementsOverNetlink(t *testing.T) {
-	inNewNetns(t, func(nf knftables.Interface) { syncEveryWay(t, nf) })
+	inNewNetns(t, func(nf knftables.Interface) { syncEveryWay(t, nf, false) })
 }
 
-func syncEveryWay(t *testing.T, nf knftables.Interface) {
+// TestLabSyncDeletesLater: the same steps with the deletions in a later
+// transaction, as kernels before 6.2 need; the kernel ends every step
+// holding exactly what nft loads from scratch, leftovers gone.
+func TestLabSyncDeletesLater(t *testing.T) {
+	inNewNetns(t, func(nf knftables.Interface) { syncEveryWay(t, nf, true) })
+}
+
+func syncEveryWay(t *testing.T, nf knftables.Interface, later bool) {
 	r := nft.New(nf)
+	r.DeleteLater(later)
 	r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
 	ctx := context.Background()
 

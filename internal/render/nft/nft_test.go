@@ -295,3 +295,41 @@ func TestBatchDeletesWhatTheChangeLeaves(t *testing.T) {
 		t.Errorf("batches deleted %+v, want one batch deleting %+v", sink.unused, want)
 	}
 }
+
+// TestDeleteLaterSplitsTheBatch: with DeleteLater the batch that points
+// the pods elsewhere deletes nothing, and a second one deletes what it
+// left unused.
+func TestDeleteLaterSplitsTheBatch(t *testing.T) {
+	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
+	r := nft.New(fake)
+	r.DeleteLater(true)
+	sink := &elementSink{}
+	r.WriteElementsWith(sink)
+	ctx := context.Background()
+	first := compileYAML(t, cluster)
+	if _, err := r.Sync(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	old := first.Tables[0].Name
+	cidr := first.Tables[0].Rules[1].Peer
+	next := compileYAML(t, strings.Replace(cluster, ", {ipBlock: {cidr: 198.18.2.0/24, except: [198.18.2.128/25]}}", "", 1))
+	if _, err := r.Sync(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	want := dataplane.Unused{Chains: []string{old}, Sets: []string{cidr + "-4", cidr + "-6"}}
+	if len(sink.unused) != 2 || len(sink.unused[0].Chains)+len(sink.unused[0].Sets) != 0 ||
+		!slices.Equal(sink.unused[1].Chains, want.Chains) || !slices.Equal(sink.unused[1].Sets, want.Sets) {
+		t.Errorf("batches deleted %+v, want a batch deleting nothing, then one deleting %+v", sink.unused, want)
+	}
+}
+
+func TestNeedsDeleteLater(t *testing.T) {
+	for release, want := range map[string]bool{
+		"6.1.0-18-amd64": true, "5.15.0-91-generic": true, "4.19.0": true, "6.2.0": false,
+		"6.18.3-cloud": false, "7.0": false, "": true, "weird": true,
+	} {
+		if got := nft.NeedsDeleteLater(release); got != want {
+			t.Errorf("NeedsDeleteLater(%q) = %v, want %v", release, got, want)
+		}
+	}
+}

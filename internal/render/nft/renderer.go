@@ -23,6 +23,30 @@ type Renderer struct {
 	programmed *ruleset // nil until the first successful Sync
 	builder    builder
 	elements   ElementWriter
+	// laterDeletes sends the deletion of unused chains, sets and maps in
+	// a transaction of its own after the change (see DeleteLater).
+	laterDeletes bool
+}
+
+// DeleteLater has the renderer delete the chains, sets and maps a change
+// leaves unused in a second transaction, after the one that stops using
+// them, instead of at the end of the same one. Kernels before 6.2 count a
+// chain as used until the transaction that deletes the last map element
+// or rule jumping to it has committed, and answer EBUSY to a deletion of
+// both in one transaction (the kube-proxy nftables backend defers its
+// deletions for the same reason); later kernels release the reference
+// within the transaction. NeedsDeleteLater says which kernel is which.
+func (r *Renderer) DeleteLater(on bool) { r.laterDeletes = on }
+
+// NeedsDeleteLater reports whether a kernel release (uname -r, "6.1.0-18")
+// is older than 6.2; releases it cannot read count as old (the safe way
+// costs one more transaction, the other a failed sync).
+func NeedsDeleteLater(release string) bool {
+	var major, minor int
+	if n, _ := fmt.Sscanf(release, "%d.%d", &major, &minor); n != 2 {
+		return true
+	}
+	return major < 6 || major == 6 && minor < 2
 }
 
 // ElementWriter writes set and map elements, and deletes the chains and
@@ -78,6 +102,7 @@ func (r *Renderer) Plan(ctx context.Context, ir *compile.IR) (*knftables.Transac
 // and the batch waits for one anyway when it deletes an element.
 type plan struct {
 	tx       *knftables.Transaction
+	deletes  *knftables.Transaction // tx, or a later one (DeleteLater)
 	adds     *knftables.Transaction // nil on a first sync
 	elements []elementOp
 	unused   dataplane.Unused
@@ -86,16 +111,23 @@ type plan struct {
 
 func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
 	p := plan{tx: r.nft.NewTransaction()}
+	p.deletes = p.tx
+	if r.laterDeletes {
+		p.deletes = r.nft.NewTransaction()
+	}
 	if r.programmed == nil {
-		if err := r.reconcile(ctx, p.tx, want, &p.st); err != nil {
+		if err := r.reconcile(ctx, p.tx, p.deletes, want, &p.st); err != nil {
 			return p, err
 		}
 		p.st.Full = true
 	} else {
 		p.adds = r.nft.NewTransaction()
-		p.elements, p.unused = diff(p.tx, p.adds, r.programmed, want, &p.st)
+		p.elements, p.unused = diff(p.tx, p.deletes, p.adds, r.programmed, want, &p.st)
 	}
 	p.st.Operations = p.tx.NumOperations()
+	if p.deletes != p.tx {
+		p.st.Operations += p.deletes.NumOperations()
+	}
 	return p, nil
 }
 
@@ -125,11 +157,11 @@ func (r *Renderer) Sync(ctx context.Context, ir *compile.IR) (Stats, error) {
 // it programmed, and the next sync reconciles.
 func (r *Renderer) run(ctx context.Context, p *plan) error {
 	if r.elements == nil || p.adds == nil || len(p.elements) == 0 {
-		return r.nft.Run(ctx, p.tx)
+		return r.runThenDelete(ctx, p)
 	}
 	els, ok := kernelElements(p.elements)
 	if !ok {
-		return r.nft.Run(ctx, p.tx)
+		return r.runThenDelete(ctx, p)
 	}
 	p.st.Netlink = true
 	if p.adds.NumOperations() > 0 {
@@ -137,8 +169,31 @@ func (r *Renderer) run(ctx context.Context, p *plan) error {
 			return err
 		}
 	}
-	if err := r.elements.Write(els, p.unused); err != nil {
+	unused := p.unused
+	if p.deletes != p.tx {
+		unused = dataplane.Unused{}
+	}
+	if err := r.elements.Write(els, unused); err != nil {
 		return fmt.Errorf("set elements over netlink: %w", err)
+	}
+	if p.deletes != p.tx && len(p.unused.Chains)+len(p.unused.Sets) > 0 {
+		if err := r.elements.Write(nil, p.unused); err != nil {
+			return fmt.Errorf("deleting what the change left unused: %w", err)
+		}
+	}
+	return nil
+}
+
+// runThenDelete runs the plan's transaction, then its deletions when they
+// go in a later one.
+func (r *Renderer) runThenDelete(ctx context.Context, p *plan) error {
+	if err := r.nft.Run(ctx, p.tx); err != nil {
+		return err
+	}
+	if p.deletes != p.tx && p.deletes.NumOperations() > 0 {
+		if err := r.nft.Run(ctx, p.deletes); err != nil {
+			return fmt.Errorf("deleting what the change left unused: %w", err)
+		}
 	}
 	return nil
 }
@@ -189,7 +244,7 @@ func Ruleset(ir *compile.IR) (string, error) {
 // reconcile replaces whatever the kernel holds in netpol's table with want,
 // atomically: the base chains keep existing throughout (so no packet ever
 // sees an open window), stale chains and sets are deleted.
-func (r *Renderer) reconcile(ctx context.Context, tx *knftables.Transaction, want *ruleset, st *Stats) error {
+func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transaction, want *ruleset, st *Stats) error {
 	have := map[string][]string{}
 	for _, kind := range []string{"chain", "set", "map"} {
 		names, err := r.nft.List(ctx, kind)
@@ -211,24 +266,24 @@ func (r *Renderer) reconcile(ctx context.Context, tx *knftables.Transaction, wan
 			tx.Flush(&knftables.Set{Name: name})
 		}
 	}
+	writeBase(tx)
+	writeContent(tx, want, st)
+	writeBaseRules(tx)
 	for _, name := range have["chain"] {
 		if _, ok := want.chains[name]; !ok && !isBase(name) {
-			tx.Delete(&knftables.Chain{Name: name})
+			deletes.Delete(&knftables.Chain{Name: name})
 		}
 	}
 	for _, name := range have["map"] {
 		if _, ok := want.maps[name]; !ok {
-			tx.Delete(&knftables.Map{Name: name})
+			deletes.Delete(&knftables.Map{Name: name})
 		}
 	}
 	for _, name := range have["set"] {
 		if _, ok := want.sets[name]; !ok && !isCutSet(name) {
-			tx.Delete(&knftables.Set{Name: name})
+			deletes.Delete(&knftables.Set{Name: name})
 		}
 	}
-	writeBase(tx)
-	writeContent(tx, want, st)
-	writeBaseRules(tx)
 	return nil
 }
 
@@ -321,7 +376,7 @@ func (b both) Delete(o knftables.Object) { b[0].Delete(o); b[1].Delete(o) }
 // the chains and sets that want no longer has (deleted at the end of tx).
 // Order matters within tx: new sets and chains exist before anything refers
 // to them, and old ones are deleted after the last reference is gone.
-func diff(tx, adds *knftables.Transaction, have, want *ruleset, st *Stats) (elements []elementOp, unused dataplane.Unused) {
+func diff(tx, deletes, adds *knftables.Transaction, have, want *ruleset, st *Stats) (elements []elementOp, unused dataplane.Unused) {
 	toAdds := both{tx, adds}
 	for _, name := range sortedKeys(want.sets) {
 		if _, ok := have.sets[name]; !ok {
@@ -355,16 +410,16 @@ func diff(tx, adds *knftables.Transaction, have, want *ruleset, st *Stats) (elem
 	unused = dataplane.Unused{Chains: absent(have.chains, want.chains), Sets: append(slices.Clip(sets), maps...)}
 	// Emptied first, so that no rule of one refers to another or to a set.
 	for _, name := range unused.Chains {
-		tx.Flush(&knftables.Chain{Name: name})
+		deletes.Flush(&knftables.Chain{Name: name})
 	}
 	for _, name := range unused.Chains {
-		tx.Delete(&knftables.Chain{Name: name})
+		deletes.Delete(&knftables.Chain{Name: name})
 	}
 	for _, name := range sets {
-		tx.Delete(&knftables.Set{Name: name})
+		deletes.Delete(&knftables.Set{Name: name})
 	}
 	for _, name := range maps {
-		tx.Delete(&knftables.Map{Name: name})
+		deletes.Delete(&knftables.Map{Name: name})
 	}
 	return elements, unused
 }
