@@ -314,7 +314,7 @@ func TestDaemonSetWiring(t *testing.T) {
 	}
 
 	// The probes reach the port the agent listens on.
-	_, port, err := net.SplitHostPort(cm.Data["listen"])
+	host, port, err := net.SplitHostPort(cm.Data["listen"])
 	if err != nil {
 		t.Fatalf("ConfigMap listen: %v", err)
 	}
@@ -328,6 +328,11 @@ func TestDaemonSetWiring(t *testing.T) {
 		}
 		if len(c.Ports) == 1 && p.HTTPGet.Port.String() != c.Ports[0].Name {
 			t.Errorf("%s probe port %s, want %s", name, p.HTTPGet.Port.String(), c.Ports[0].Name)
+		}
+		// The agent binds the listen address only: a probe to the pod's
+		// (the node's) address would find nothing there.
+		if p.HTTPGet.Host != host {
+			t.Errorf("%s probe host %q, want the listen address %q", name, p.HTTPGet.Host, host)
 		}
 	}
 

@@ -484,6 +484,10 @@ func (a *Agent) fail(err error) error {
 }
 
 // writeStatus replaces the status file atomically: readers never see half.
+// The agent runs as root, so the temporary file is a new one with a name
+// nobody can guess in advance (O_EXCL: a link planted where it goes is
+// never followed), and the rename replaces a link at the status path
+// itself instead of writing through it.
 func (a *Agent) writeStatus() error {
 	if a.cfg.Status == "" {
 		return nil
@@ -492,11 +496,25 @@ func (a *Agent) writeStatus() error {
 	if err != nil {
 		return err
 	}
-	tmp := a.cfg.Status + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	path := filepath.Clean(a.cfg.Status)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Clean(a.cfg.Status))
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644) // CreateTemp makes it 0600; the status is for everyone on the node
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
 }
 
 // ReadStatus reads a status file.

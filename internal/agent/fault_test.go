@@ -358,3 +358,38 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestFaultStatusFileNotThroughPlantedLink: the agent runs as root and
+// rewrites --status after every pass; a symlink planted where it writes
+// its temporary file (or the status file itself) must not make it write
+// anywhere else.
+func TestFaultStatusFileNotThroughPlantedLink(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"cluster.yaml": oneNode})
+	run := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	status := filepath.Join(run, "status.json")
+	for _, link := range []string{status + ".tmp", status} {
+		if err := os.Symlink(victim, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := agent.New(agent.Config{Node: "node-1", Input: &agent.Files{Paths: []string{dir}}, Status: status},
+		nft.New(knftables.NewFake(knftables.InetFamily, nft.TableName)), nil)
+	if err := a.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "keep" {
+		t.Errorf("the link's target was written: %q", data)
+	}
+	fi, err := os.Lstat(status)
+	if err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("status file: %v %v, want a regular file", fi, err)
+	}
+	if st, err := agent.ReadStatus(status); err != nil || st.Node != "node-1" || st.Programmed == "" {
+		t.Errorf("status file: %+v %v, want node-1's programmed input", st, err)
+	}
+}

@@ -56,7 +56,11 @@ func serve(addr string, h http.Handler) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("--listen: %w", err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// Scrapes and probes are small and quick: a client that holds a
+	// connection open without finishing its request, or never reads the
+	// answer, is dropped instead of holding a goroutine and a socket.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10}
 	go func() {
 		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
 			klog.ErrorS(err, "Metrics and health server stopped")
@@ -227,7 +231,7 @@ netlink nor write access: it prints each transaction instead.`,
 	fl.StringVar(&cfg.Status, "status", "", "file to rewrite with the agent's status (JSON) after every pass")
 	fl.BoolVar(&cfg.DryRun, "dry-run", false, "print each nftables transaction instead of applying it")
 	fl.BoolVar(&elementsViaNft, "elements-via-nft", false, "send every change through nft, set elements too (slower: by default elements, and the chains and sets a change leaves unused, go to the kernel in one netlink batch)")
-	fl.StringVar(&listen, "listen", "", "serve /metrics (Prometheus), /healthz and /readyz on this address, e.g. :9745")
+	fl.StringVar(&listen, "listen", "", "serve /metrics (Prometheus), /healthz and /readyz on this address without authentication: 127.0.0.1:9745 (the default in deploy/) keeps them on the node, NODE_IP:9745 on the node's network; to expose metrics beyond, put an authenticating proxy in front (deploy/README.md)")
 	fl.BoolVar(&reportStatus, "report-status", reportStatus, "in a cluster, write conditions on the admin policies and Events for invalid ones")
 	fl.StringVar(&auditLog, "audit-log", "-", `where audit lines go: a file (appended to), "-" for stdout, or "off"`)
 	fl.BoolVar(&cfg.AuditDenies, "audit-denies", false, "log every denied connection, not only those of policies annotated netpol.io/audit")
