@@ -17,7 +17,6 @@ import (
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/lab"
-	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/source"
 )
 
@@ -72,8 +71,7 @@ func newLabUp(name *string) *cobra.Command {
 				for i := 1; i <= nodes; i++ {
 					fmt.Fprintf(&manifests, "---\n{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"node-%d\"}}\n", i)
 				}
-				dec := &source.Decoder{}
-				if e, err = buildFrom(dec, manifests.Bytes()); err != nil {
+				if e, err = in.buildBytes("lab manifests", manifests.Bytes()); err != nil {
 					return err
 				}
 			}
@@ -81,6 +79,7 @@ func newLabUp(name *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			l.AgentArgs = in.evalArgs()
 			exe, err := os.Executable()
 			if err != nil {
 				return err
@@ -128,8 +127,10 @@ func newLabProbe(name *string) *cobra.Command {
 					return usageError{err}
 				}
 			}
-			var in inputFlags
-			in.files, in.quiet = []string{l.ManifestDir()}, true
+			in, err := labInput(l)
+			if err != nil {
+				return err
+			}
 			e, err := in.load(cmd)
 			if err != nil {
 				return err
@@ -248,7 +249,11 @@ func newLabEdit(name *string, verb, short string, edit func(current, change []by
 					return fmt.Errorf("%s: %w", f.Name, err)
 				}
 			}
-			if _, err := buildFrom(&source.Decoder{}, current); err != nil {
+			in, err := labInput(l)
+			if err != nil {
+				return err
+			}
+			if _, err := in.buildBytes("lab manifests", current); err != nil {
 				return err // never hand the agents an input they would refuse
 			}
 			if err := l.WriteManifests(current); err != nil {
@@ -317,12 +322,6 @@ func verdictWord(allowed bool, err error) string {
 		return "allowed"
 	}
 	return "denied"
-}
-
-// buildFrom decodes one manifest stream into an engine.
-func buildFrom(dec *source.Decoder, data []byte) (*engine.Engine, error) {
-	e, _, err := pipeline.Build(dec.Decode("lab manifests", data), dec.Diags, pipeline.Options{})
-	return e, err
 }
 
 func engineFlow(src, dst engine.Endpoint, port l4.Port) engine.Flow {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/netpol/netpol/internal/diag"
 	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/lab"
 	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/source/kube"
@@ -110,7 +112,7 @@ func (f *inputFlags) buildFrom(cmd *cobra.Command, shape source.ANPShape, paths 
 			return nil, nil, fmt.Errorf("reading the cluster at %s: %w", cfg.Host, err)
 		}
 	}
-	e, diags, err := pipeline.Build(objects, decoded, pipeline.Options{ReplicaCap: f.replicaCap, LegacyNamespaceIsolation: f.legacy})
+	e, diags, err := pipeline.Build(objects, decoded, f.pipelineOptions())
 	if err != nil {
 		return nil, diags, err
 	}
@@ -120,6 +122,46 @@ func (f *inputFlags) buildFrom(cmd *cobra.Command, shape source.ANPShape, paths 
 			len(objects), len(e.Cluster().Pods), len(e.Cluster().Policies), st.NamespaceSelectors+st.PodSelectors, took.Round(time.Millisecond))
 	}
 	return e, diags, nil
+}
+
+func (f *inputFlags) pipelineOptions() pipeline.Options {
+	return pipeline.Options{ReplicaCap: f.replicaCap, LegacyNamespaceIsolation: f.legacy}
+}
+
+// buildBytes builds an engine from one manifest stream (name is its origin
+// in messages), with the flags' evaluation options.
+func (f *inputFlags) buildBytes(name string, data []byte) (*engine.Engine, error) {
+	shape, err := source.ParseANPShape(f.anpShape)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	dec := &source.Decoder{Options: source.Options{ANPShape: shape}}
+	e, _, err := pipeline.Build(dec.Decode(name, data), dec.Diags, f.pipelineOptions())
+	return e, err
+}
+
+// evalArgs are the flags that decide how the input is evaluated, spelt as
+// `netpol agent` takes them: a lab starts its agents with them and predicts
+// with them, so that it tests the configuration it was given.
+func (f *inputFlags) evalArgs() []string {
+	args := []string{"--anp-shape=" + f.anpShape, "--replica-cap=" + strconv.Itoa(f.replicaCap)}
+	if f.legacy {
+		args = append(args, "--legacy-namespace-isolation")
+	}
+	return args
+}
+
+// labInput is the input of a lab's agents: its manifests, evaluated with
+// the flags it was started with (evalArgs).
+func labInput(l *lab.Lab) (inputFlags, error) {
+	var in inputFlags
+	cmd := &cobra.Command{}
+	in.registerCluster(cmd, "")
+	if err := cmd.Flags().Parse(l.AgentArgs); err != nil {
+		return in, fmt.Errorf("lab %s: its agents' flags %q: %w", l.Name, l.AgentArgs, err)
+	}
+	in.files, in.quiet = []string{l.ManifestDir()}, true
+	return in, nil
 }
 
 // restConfig finds the cluster as kubectl does: an explicit kubeconfig,

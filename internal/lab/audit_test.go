@@ -88,7 +88,7 @@ spec:
 // decided, and the staged policy logs would-deny while its traffic passes.
 func TestLabAudit(t *testing.T) {
 	requireLab(t)
-	l := upLab(t, "audit", auditCluster)
+	l := upLab(t, labName("aud"), auditCluster)
 	pods := map[string]lab.Pod{}
 	for _, p := range l.Pods {
 		pods[p.Key] = p

@@ -55,7 +55,7 @@ func BenchmarkLabDatapath(b *testing.B) {
 
 	for i, n := range policies {
 		func() {
-			l, err := lab.PlanPods("bench", engines[i].Cluster(), client, server)
+			l, err := lab.PlanPods(labName("bn"), engines[i].Cluster(), client, server)
 			if err != nil {
 				b.Fatal(err)
 			}

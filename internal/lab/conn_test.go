@@ -98,7 +98,7 @@ func upLab(t *testing.T, name, manifests string) *lab.Lab {
 // a policy starts denying it, and the agent's conntrack cleanup stops it.
 func TestLabPolicyCutsExistingConnection(t *testing.T) {
 	requireLab(t)
-	l, client, server := upTwoPods(t, "cut")
+	l, client, server := upTwoPods(t, labName("cut"))
 	conn, err := l.Dial(client, server.IP, l4.Port{Proto: l4.TCP, Num: 80})
 	if err != nil {
 		t.Fatalf("connecting before the policy: %v", err)
@@ -148,7 +148,7 @@ func echo(conn net.Conn) error {
 // denied port stays denied and the allowed port stays open throughout.
 func TestLabAgentRestartKeepsEnforcing(t *testing.T) {
 	requireLab(t)
-	l, client, server := upTwoPods(t, "restart")
+	l, client, server := upTwoPods(t, labName("rst"))
 	only80 := twoPods + `
 ---
 apiVersion: networking.k8s.io/v1

@@ -46,7 +46,7 @@ func TestLabAgentsWatchAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	l, err := lab.Plan("kube", e.Cluster())
+	l, err := lab.Plan(labName("kub"), e.Cluster())
 	if err != nil {
 		t.Fatal(err)
 	}

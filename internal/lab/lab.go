@@ -362,8 +362,10 @@ func (l *Lab) WriteManifests(data []byte) error {
 	return os.Rename(tmp, path)
 }
 
-// WaitProgrammed waits until every agent enforces the current manifests, or
-// reports why not (an agent's error, or the timeout).
+// WaitProgrammed waits until every agent enforces the current manifests.
+// An agent that reports an error for them is waited for too: the agent
+// retries (a kernel that refused one transaction takes the next), so an
+// error is the answer only if it is still there when the time is up.
 func (l *Lab) WaitProgrammed(ctx context.Context, timeout time.Duration) error {
 	files, err := source.ReadFiles([]string{l.ManifestDir()})
 	if err != nil {
@@ -373,14 +375,14 @@ func (l *Lab) WaitProgrammed(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		pending := ""
+		pending, failing := "", ""
 		for _, n := range l.Nodes {
 			st, err := agent.ReadStatus(l.statusFile(n.Name))
 			switch {
 			case err == nil && st.Programmed == want:
 				continue
 			case err == nil && st.Input == want && st.Error != "":
-				return fmt.Errorf("agent of %s: %s", n.Name, st.Error)
+				failing = fmt.Sprintf("agent of %s: %s", n.Name, st.Error)
 			}
 			pending = n.Name
 		}
@@ -389,6 +391,9 @@ func (l *Lab) WaitProgrammed(ctx context.Context, timeout time.Duration) error {
 		}
 		select {
 		case <-ctx.Done():
+			if failing != "" {
+				return fmt.Errorf("%s (still failing after %s)", failing, timeout)
+			}
 			return fmt.Errorf("agent of %s did not program input %s in %s (log: %s)", pending, want, timeout, filepath.Join(l.Dir, pending+".log"))
 		case <-time.After(20 * time.Millisecond):
 		}

@@ -203,7 +203,6 @@ func TestLabScenarios(t *testing.T) {
 	// a lab mostly waits for denied probes to time out. The group returns
 	// when all of them are done.
 	t.Run("corpus", func(t *testing.T) {
-		n := 0
 		for _, dir := range dirs {
 			if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 				continue
@@ -213,8 +212,7 @@ func TestLabScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, s := range scenarios {
-				name := fmt.Sprintf("t%d", n) // lab names are unique across the run
-				n++
+				name := labName("t") // unique across the run, and across runs
 				t.Run(filepath.Base(dir)+"/"+strings.TrimSuffix(filepath.Base(s.File), ".yaml"), func(t *testing.T) {
 					t.Parallel()
 					counts := map[string]int{}
