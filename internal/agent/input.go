@@ -17,11 +17,13 @@ type Input interface {
 }
 
 // Files is the file input: manifests under some paths, read again on every
-// look and decoded only when their content changed.
+// look and decoded only where their content changed (source.Memo), so
+// that a change in a large manifest costs what the change touches.
 type Files struct {
 	Paths   []string
 	Options source.Options
 
+	memo        *source.Memo
 	fingerprint string
 	objects     []source.Object
 	diags       diag.List
@@ -34,12 +36,11 @@ func (f *Files) Read() ([]source.Object, diag.List, string, error) {
 	}
 	fp := source.Fingerprint(files)
 	if fp != f.fingerprint {
-		dec := &source.Decoder{Options: f.Options}
-		var objects []source.Object
-		for _, file := range files {
-			objects = append(objects, dec.Decode(file.Name, file.Data)...)
+		if f.memo == nil {
+			f.memo = &source.Memo{Options: f.Options}
 		}
-		f.fingerprint, f.objects, f.diags = fp, objects, dec.Diags
+		f.objects, f.diags = f.memo.Decode(files)
+		f.fingerprint = fp
 	}
 	return f.objects, f.diags, f.fingerprint, nil
 }

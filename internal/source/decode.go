@@ -86,22 +86,32 @@ func (d *Decoder) Decode(file string, data []byte) []Object {
 	var out []Object
 	docs := SplitDocuments(data)
 	for i, doc := range docs {
-		origin := diag.Origin{File: file, Doc: i + 1}
-		if len(docs) == 1 {
-			origin.Doc = 0
-		}
-		js, err := d.toJSON(origin, doc)
-		if err != nil {
-			d.report(origin, "", "", "not valid YAML or JSON: %v", err)
-			continue
-		}
-		js = bytes.TrimSpace(js)
-		if len(js) == 0 || string(js) == "null" {
-			continue
-		}
-		out = append(out, d.decodeObject(origin, js)...)
+		out = append(out, d.decodeDocument(docOrigin(file, i, len(docs)), doc)...)
 	}
 	return out
+}
+
+// docOrigin names the i-th of n documents of file (a file of one document
+// is named without a number).
+func docOrigin(file string, i, n int) diag.Origin {
+	if n == 1 {
+		return diag.Origin{File: file}
+	}
+	return diag.Origin{File: file, Doc: i + 1}
+}
+
+// decodeDocument decodes one document of a stream.
+func (d *Decoder) decodeDocument(origin diag.Origin, doc []byte) []Object {
+	js, err := d.toJSON(origin, doc)
+	if err != nil {
+		d.report(origin, "", "", "not valid YAML or JSON: %v", err)
+		return nil
+	}
+	js = bytes.TrimSpace(js)
+	if len(js) == 0 || string(js) == "null" {
+		return nil
+	}
+	return d.decodeObject(origin, js)
 }
 
 // toJSON converts one document to JSON. A JSON document is kept as it is, so
