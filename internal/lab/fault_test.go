@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -267,5 +268,99 @@ func TestLabFaultFlushRulesetRestored(t *testing.T) {
 	}
 	if st.Repaired < 1 || st.Drift == "" {
 		t.Errorf("node-2's status: repaired %d, drift %q; want a repair and what it found", st.Repaired, st.Drift)
+	}
+}
+
+// sameNode is a client and a server on one node, as kube-proxy's DNAT on
+// the client's node sends a Service's connections to a local backend.
+const sameNode = `
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: x, labels: {ns: x}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: x, labels: {app: client}}
+spec:
+  nodeName: node-1
+  containers: [{name: c}]
+status: {podIP: 198.18.1.1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: server, namespace: x, labels: {app: server}}
+spec:
+  nodeName: node-1
+  containers: [{name: c, ports: [{containerPort: 80}]}]
+status: {podIP: 198.18.1.2}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: client-to-server, namespace: x}
+spec:
+  podSelector: {matchLabels: {app: client}}
+  policyTypes: [Egress]
+  egress: [{to: [{podSelector: {matchLabels: {app: server}}}], ports: [{port: 80}]}]
+`
+
+// TestLabFaultCutThroughServiceAddress: a connection to a Service address
+// (DNAT'd on the node to the backend, as kube-proxy does) is judged as the
+// rules judge it, by the backend: allowed, it survives changes although
+// the egress-isolated client may not reach the Service address itself;
+// denied by a later policy, it is cut.
+func TestLabFaultCutThroughServiceAddress(t *testing.T) {
+	requireLab(t)
+	l := upLab(t, labName("svc"), sameNode)
+	client := l.Pods[0]
+	node := l.Nodes[0].Namespace
+	nat := `table ip labsvc {
+	chain pre { type nat hook prerouting priority dstnat; ip daddr 198.18.200.1 tcp dport 8080 dnat to 198.18.1.2:80; }
+}`
+	cmd := exec.Command("ip", "netns", "exec", node, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(nat)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft: %v: %s", err, out)
+	}
+	conn, err := l.Dial(client, netip.MustParseAddr("198.18.200.1"), l4.Port{Proto: l4.TCP, Num: 8080})
+	if err != nil {
+		t.Fatalf("connecting to the Service address: %v", err)
+	}
+	defer conn.Close()
+	if err := echo(conn); err != nil {
+		t.Fatalf("the connection through the Service address carries no data: %v", err)
+	}
+	// A change on the node that leaves the connection allowed: the server
+	// admits the client explicitly.
+	admit := sameNode + `
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: server-from-client, namespace: x}
+spec:
+  podSelector: {matchLabels: {app: server}}
+  ingress: [{from: [{podSelector: {matchLabels: {app: client}}}]}]
+`
+	if err := l.WriteManifests([]byte(admit)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitProgrammed(context.Background(), 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := echo(conn); err != nil {
+		t.Fatalf("an allowed connection through the Service address was cut: %v", err)
+	}
+	// Now the server admits nobody: the connection goes.
+	if err := l.WriteManifests([]byte(sameNode + denyServer)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitProgrammed(context.Background(), 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := echo(conn); err == nil {
+		t.Fatal("a denied connection through the Service address still carries data")
 	}
 }
