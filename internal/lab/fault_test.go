@@ -353,8 +353,16 @@ spec:
 	if err := echo(conn); err != nil {
 		t.Fatalf("an allowed connection through the Service address was cut: %v", err)
 	}
-	// Now the server admits nobody: the connection goes.
-	if err := l.WriteManifests([]byte(sameNode + denyServer)); err != nil {
+	if st, err := l.AgentStatus("node-1"); err != nil || st.Cut != 0 {
+		t.Errorf("node-1 cut %d connections (%v) on a change that denied none", st.Cut, err)
+	}
+	// Now the client may go anywhere and the server admits nobody: the
+	// connection goes, although the client may reach the Service address.
+	open := strings.Replace(sameNode, "  policyTypes: [Egress]\n  egress: [{to: [{podSelector: {matchLabels: {app: server}}}], ports: [{port: 80}]}]", "  policyTypes: [Egress]\n  egress: [{}]", 1)
+	if open == sameNode {
+		t.Fatal("the client's egress policy was not opened")
+	}
+	if err := l.WriteManifests([]byte(open + denyServer)); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.WaitProgrammed(context.Background(), 20*time.Second); err != nil {
