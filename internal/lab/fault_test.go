@@ -2,6 +2,7 @@ package lab_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -370,5 +371,58 @@ spec:
 	}
 	if err := echo(conn); err == nil {
 		t.Fatal("a denied connection through the Service address still carries data")
+	}
+}
+
+// TestLabFaultAgentKilledMidSync: the server's agent is killed (SIGKILL)
+// while it programs a large change; the kernel holds the old rules or the
+// new ones, never a mix or nothing, and the next agent takes over: port 81
+// stays denied and port 80 allowed throughout.
+func TestLabFaultAgentKilledMidSync(t *testing.T) {
+	requireLab(t)
+	only80 := twoPods + `
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: only-80, namespace: x}
+spec:
+  podSelector: {matchLabels: {app: server}}
+  ingress: [{ports: [{port: 80}]}]
+`
+	l := upLab(t, labName("kil"), only80)
+	client, server := l.Pods[0], l.Pods[1]
+	check := func(when string) {
+		t.Helper()
+		for port, want := range map[uint16]bool{80: true, 81: false} {
+			got, err := l.Probe(client, server.IP, l4.Port{Proto: l4.TCP, Num: port})
+			if err != nil || got != want {
+				t.Errorf("%s: port %d: connected=%v err=%v, want %v", when, port, got, err, want)
+			}
+		}
+	}
+	var big strings.Builder
+	big.WriteString(only80)
+	for i := range 400 {
+		fmt.Fprintf(&big, "---\napiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p%d, namespace: x}\nspec:\n  podSelector: {matchLabels: {app: server}}\n  ingress: [{ports: [{port: %d}]}]\n", i, 10000+i)
+	}
+	for _, delay := range []time.Duration{0, 20 * time.Millisecond, 60 * time.Millisecond} {
+		if err := l.WriteManifests([]byte(big.String())); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay)
+		if err := l.RestartAgent(netpolBinary, "node-2"); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("killed %s after the change", delay))
+		if err := l.WaitProgrammed(context.Background(), 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("the next agent took over (killed %s after the change)", delay))
+		if err := l.WriteManifests([]byte(only80)); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.WaitProgrammed(context.Background(), 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
