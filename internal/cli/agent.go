@@ -91,11 +91,14 @@ one transaction. Then it watches the source: on every change it sends only
 the difference (a pod joining a selector is one set element, sent straight
 over netlink; a changed policy adds only its new chains, through nft, and the
 netlink batch that points its pods at them deletes the old ones), and it
-deletes the conntrack entries of connections that are now denied, so that
-existing connections are cut as well as new ones refused.
+deletes the conntrack entries of connections that are now denied, judged by
+the backend they reached (after a Service's DNAT), so that existing
+connections are cut as well as new ones refused. A cut connection is held in
+the kernel (sets cut-4, cut-6) so that neither side re-opens it by sending
+next; the hold lasts while packets keep coming and two minutes after.
 
-In a cluster, an invalid policy is left out (the others stay enforced) and
-reported: every AdminNetworkPolicy, BaselineAdminNetworkPolicy and
+An invalid object is left out (the others stay enforced) and reported; in a
+cluster: every AdminNetworkPolicy, BaselineAdminNetworkPolicy and
 ClusterNetworkPolicy gets the conditions Accepted and Programmed, a node that
 cannot program gets its own netpol.io/NotProgrammed.<node> condition, and an
 invalid policy gets a Warning Event (reason InvalidPolicy).
@@ -103,9 +106,15 @@ invalid policy gets a Warning Event (reason InvalidPolicy).
 On start it takes over whatever "inet netpol" holds (after a restart or a
 crash) in the same single transaction: there is no moment without rules and
 no stale rule is left. While the API server is unreachable the rules last
-programmed stay, and the watch catches up when it is back. When manifest
-files are invalid or the kernel refuses the transaction, the rules last
-programmed stay in place and the error is logged and written to --status.
+programmed stay, and the watch catches up when it is back. When the input
+cannot be read or the kernel refuses the transaction, the rules last
+programmed stay in place, the error is logged, written to --status and
+answered by /readyz, and the pass is retried with a backoff (doubling from
+--interval up to 30s). The kernel is shared: when the nftables generation
+moves past the agent's own last write (a firewall reload, nft flush ruleset),
+the agent checks its table and programs it again if anything is missing, and
+--resync rewrites it whole periodically. deploy/README.md lists what the
+agent guarantees under each fault.
 
 Audit log: a policy annotated netpol.io/audit ("all" or "true", "deny",
 "allow") has its decisions logged, one JSON line per new connection, to
