@@ -165,7 +165,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.health.tick()
 		err := a.Pass(ctx)
 		if err == nil {
-			err = a.checkKernel(ctx)
+			err = a.CheckKernel(ctx)
 		}
 		wait := a.cfg.Interval
 		if err != nil {
@@ -203,12 +203,12 @@ func backoff(interval time.Duration, n int) time.Duration {
 	return min(d, maxBackoff)
 }
 
-// checkKernel repairs the table when someone else changed it: when the
+// CheckKernel repairs the table when someone else changed it: when the
 // nftables generation moved past the agent's own last write and the table
 // no longer holds what was programmed, or when a full resync is due, the
 // renderer forgets what it programmed and the agent programs the input
 // again (the renderer then reconciles with what the kernel really holds).
-func (a *Agent) checkKernel(ctx context.Context) error {
+func (a *Agent) CheckKernel(ctx context.Context) error {
 	if a.cfg.DryRun || a.status.Programmed == "" {
 		return nil
 	}
