@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/network-policy-api/apis/v1alpha1"
 	"sigs.k8s.io/network-policy-api/apis/v1alpha2"
@@ -144,18 +142,39 @@ func SplitDocuments(data []byte) [][]byte {
 			docs = append(docs, raw)
 		}
 	}
+	return splitYAML(data)
+}
+
+// splitYAML cuts data at separator lines: "---" followed by nothing but
+// spaces or a comment. Documents are the bytes between them (empty ones are
+// skipped, so document numbers are those kubectl gives); any other line
+// that starts with "---" comes back as the whole stream, as kubectl refuses
+// it. It works on the whole stream in memory rather than through a line
+// reader: apimachinery's YAMLReader lost a final line that filled its
+// 4096-byte buffer exactly (issue 15).
+func splitYAML(data []byte) [][]byte {
 	var docs [][]byte
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if err == io.EOF {
-			return docs
+	start := 0 // of the current document
+	for pos := 0; pos < len(data); {
+		next := len(data)
+		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
+			next = pos + i + 1
 		}
-		if err != nil {
-			return [][]byte{data}
+		if rest, ok := bytes.CutPrefix(data[pos:next], []byte("---")); ok {
+			if rest = bytes.TrimSpace(rest); len(rest) > 0 && rest[0] != '#' {
+				return [][]byte{data}
+			}
+			if pos > start {
+				docs = append(docs, data[start:pos:pos]) // capped: appending must not write into the next
+			}
+			start = next
 		}
-		docs = append(docs, doc)
+		pos = next
 	}
+	if start < len(data) {
+		docs = append(docs, data[start:])
+	}
+	return docs
 }
 
 type header struct {
