@@ -92,8 +92,10 @@ Every policy is normalised into one tiered model, evaluated per connection:
              BaselineAdminNetworkPolicy: the first matching rule decides.
 
 Input is Kubernetes YAML or JSON: files, directories (recursive) or - for
-stdin, multi-document, kind: List. Workloads (Deployment, StatefulSet,
-DaemonSet, ReplicaSet, Job, CronJob) stand for the pods of their template.
+stdin, multi-document, kind: List and the typed lists "kubectl get -o yaml"
+writes (PodList, NetworkPolicyList, ...). Workloads (Deployment,
+StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) stand for the pods of
+their template.
 Or a live cluster: --kubeconfig and --context (default: $KUBECONFIG, then
 ~/.kube/config).
 

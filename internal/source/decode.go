@@ -97,7 +97,7 @@ func (d *Decoder) Decode(file string, data []byte) []Object {
 		if len(js) == 0 || string(js) == "null" {
 			continue
 		}
-		out = append(out, d.decodeObject(origin, js)...)
+		out = append(out, d.decodeObject(origin, js, kindKey{})...)
 	}
 	return out
 }
@@ -187,12 +187,17 @@ type header struct {
 	Items []json.RawMessage `json:"items"`
 }
 
-func (d *Decoder) decodeObject(origin diag.Origin, js []byte) []Object {
+// decodeObject decodes one object, or the items of a list. implied is the
+// apiVersion and kind of an item that names neither: a typed list's items.
+func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) []Object {
 	var h header
 	if err := json.Unmarshal(js, &h); err != nil {
 		field, msg := explainJSONError(err)
 		d.report(origin, "", field, "not a Kubernetes object: %s", msg)
 		return nil
+	}
+	if h.Kind == "" && h.APIVersion == "" {
+		h.APIVersion, h.Kind = implied.apiVersion, implied.kind
 	}
 	if h.Kind == "" || h.APIVersion == "" {
 		d.report(origin, "", "", "not a Kubernetes object: apiVersion and kind are required")
@@ -203,11 +208,18 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte) []Object {
 			d.report(origin, h.Kind, "items", "a List inside a List is not supported")
 			return nil
 		}
+		// The API server writes a typed list's items (PodList,
+		// NetworkPolicyList, ...) without apiVersion and kind: they are the
+		// list's. A plain List holds any kind, so its items name theirs.
+		var item kindKey
+		if h.Kind != "List" {
+			item = kindKey{h.APIVersion, strings.TrimSuffix(h.Kind, "List")}
+		}
 		var out []Object
-		for i, item := range h.Items {
+		for i, js := range h.Items {
 			o := origin
 			o.Item = i + 1
-			out = append(out, d.decodeObject(o, item)...)
+			out = append(out, d.decodeObject(o, js, item)...)
 		}
 		return out
 	}

@@ -148,6 +148,41 @@ func TestDecode(t *testing.T) {
 			},
 		},
 		{
+			// As the API server returns them (kubectl get pods -o yaml):
+			// the items carry no apiVersion and kind.
+			name: "typed lists: the items' kind and apiVersion come from the list",
+			in: "apiVersion: v1\nkind: NamespaceList\nitems: [{metadata: {name: x}}]\n---\n" +
+				"apiVersion: v1\nkind: PodList\nmetadata: {resourceVersion: \"7\"}\nitems:\n- {metadata: {name: a, namespace: x}}\n- {metadata: {name: b, namespace: x}}\n---\n" +
+				"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicyList\nitems: [{metadata: {name: p, namespace: x}, spec: {podSelector: {}}}]\n---\n" +
+				"apiVersion: apps/v1\nkind: DeploymentList\nitems: [{metadata: {name: d, namespace: x}, spec: {selector: {}, template: {spec: {containers: []}}}}]\n---\n" +
+				"apiVersion: policy.networking.k8s.io/v1alpha1\nkind: AdminNetworkPolicyList\nitems: [{metadata: {name: a}, spec: " + v017Peers + "}]\n---\n" +
+				"apiVersion: policy.networking.k8s.io/v1alpha1\nkind: BaselineAdminNetworkPolicyList\nitems: [{metadata: {name: default}, spec: {subject: {namespaces: {}}}}]\n---\n" +
+				"apiVersion: policy.networking.k8s.io/v1alpha2\nkind: ClusterNetworkPolicyList\nitems: [{metadata: {name: c}, spec: {tier: Admin, priority: 3, subject: {namespaces: {}}}}]\n",
+			objs: []wantObj{
+				{Kind: "Namespace", Name: "x", Type: typeNamespace, Origin: at(1, 1)},
+				{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: at(2, 1)},
+				{Kind: "Pod", Namespace: "x", Name: "b", Type: typePod, Origin: at(2, 2)},
+				{Kind: "NetworkPolicy", Namespace: "x", Name: "p", Type: typeNP, Origin: at(3, 1)},
+				{Kind: "Deployment", Namespace: "x", Name: "d", Type: typeDeploy, Origin: at(4, 1)},
+				{Kind: "AdminNetworkPolicy", Name: "a", Type: typeANP, Origin: at(5, 1)},
+				{Kind: "BaselineAdminNetworkPolicy", Name: "default", Type: typeBANP, Origin: at(6, 1)},
+				{Kind: "ClusterNetworkPolicy", Name: "c", Type: typeCNP, Origin: at(7, 1)},
+			},
+		},
+		{
+			name: "typed list: an item's own kind and apiVersion win",
+			in:   "apiVersion: v1\nkind: PodList\nitems: [{apiVersion: v1, kind: Namespace, metadata: {name: x}}, {metadata: {name: a, namespace: x}}]\n",
+			objs: []wantObj{
+				{Kind: "Namespace", Name: "x", Type: typeNamespace, Origin: at(0, 1)},
+				{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: at(0, 2)},
+			},
+		},
+		{
+			name:  "kind List: items need their own kind",
+			in:    "apiVersion: v1\nkind: List\nitems: [{metadata: {name: a, namespace: x}}]\n",
+			diags: []wantDiag{{diag.Error, "", "apiVersion and kind are required"}},
+		},
+		{
 			name: "List in a multi-document stream, bad item keeps its item number",
 			in: "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n---\n" +
 				"apiVersion: v1\nkind: PodList\nitems:\n" +
@@ -416,6 +451,49 @@ func TestDecodeOrigins(t *testing.T) {
 	}
 	if got, want := dec.Diags[0].String(), "o.yaml (document 2): Pod x/b: spec.priority: "; !strings.HasPrefix(got, want) {
 		t.Errorf("String() = %q, want prefix %q", got, want)
+	}
+}
+
+// TestDecodeListItemErrors: a finding about a list item names the item, as
+// items[i] (its path in the document), also when the file holds one
+// document.
+func TestDecodeListItemErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want []string // Diagnostic.String() of every finding
+	}{
+		{
+			name: "PodList from the API server, one document",
+			in: "apiVersion: v1\nkind: PodList\nitems:\n" +
+				"- {metadata: {name: a, namespace: x}}\n- {metadata: {name: b, namespace: x}}\n- {metadata: {name: c, namespace: x}}\n" +
+				"- {metadata: {name: d, namespace: x}, spec: {priority: high}}\n",
+			want: []string{"l.yaml (items[3]): Pod x/d: spec.priority: wrong type: got string, want int32"},
+		},
+		{
+			name: "NetworkPolicyList in the second document",
+			in: "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n---\n" +
+				"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicyList\nitems: [{metadata: {name: p, namespace: x}, spec: {podSelector: {}, ingress: [{ports: [{endPort: eighty}]}]}}]\n",
+			want: []string{"l.yaml (document 2, items[0]): NetworkPolicy x/p: spec.ingress.ports.endPort: wrong type: got string, want int32"},
+		},
+		{
+			name: "kind List without item kinds",
+			in:   "apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: Namespace, metadata: {name: x}}, {metadata: {name: a, namespace: x}}]\n",
+			want: []string{"l.yaml (items[1]): not a Kubernetes object: apiVersion and kind are required"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dec := &source.Decoder{}
+			dec.Decode("l.yaml", []byte(c.in))
+			var got []string
+			for _, d := range dec.Diags {
+				got = append(got, d.String())
+			}
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("got findings\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(c.want, "\n  "))
+			}
+		})
 	}
 }
 

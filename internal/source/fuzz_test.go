@@ -42,6 +42,7 @@ var fuzzSeeds = []string{
 	"---\n---\nkind: x\n",
 	"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: y}\n",
 	"apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: List, items: [{}]}]\n",
+	"apiVersion: v1\nkind: PodList\nitems: [{metadata: {name: a, namespace: x}}, {kind: Namespace, metadata: {name: x}}]\n",
 }
 
 // exampleSeeds returns every manifest under the repository's examples (if
