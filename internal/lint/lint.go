@@ -195,7 +195,7 @@ func Run(e *engine.Engine, loaded diag.List) []Finding {
 	l.input(loaded)
 	l.kepFields()
 	if len(l.space.classes) == 0 {
-		l.add(Finding{Severity: Info, Code: CodeNoPods, Object: policy.Ref{Kind: "Input"},
+		l.add(Finding{Severity: Info, Code: CodeNoPods, Object: inputRef,
 			Message: "the input has no pods: overlaps, overrides, shadowed rules, selectors, named ports and isolation were not checked",
 			Hint:    "add the namespaces and workloads the policies apply to (-f cluster/ -f policies/), or lint a live cluster"})
 	} else {
@@ -220,9 +220,17 @@ func (l *linter) input(loaded diag.List) {
 		if replaced[d] {
 			continue
 		}
-		l.add(Finding{Severity: Warning, Code: CodeInput, Object: parseRef(d.Object), Origin: d.Origin, Field: d.Field, Message: d.Message})
+		obj := inputRef
+		if d.Object != "" {
+			obj = parseRef(d.Object)
+		}
+		l.add(Finding{Severity: Warning, Code: CodeInput, Object: obj, Origin: d.Origin, Field: d.Field, Message: d.Message})
 	}
 }
+
+// inputRef files the findings about the input as a whole (no pods, the
+// finished pods left out), which no object owns.
+var inputRef = policy.Ref{Kind: "Input"}
 
 // parseRef reads back "Kind namespace/name" or "Kind name".
 func parseRef(s string) policy.Ref {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sort"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -75,6 +76,7 @@ func Build(objects []source.Object, opts Options) (*Cluster, diag.List) {
 			b.c.Policies = append(b.c.Policies, o)
 		}
 	}
+	b.reportFinished()
 	b.placePods()
 	b.assignAddresses()
 	b.c.index()
@@ -86,6 +88,33 @@ type builder struct {
 	c     *Cluster
 	diags diag.List
 	seen  map[string]diag.Origin // "Kind ns/name" -> first origin, to catch duplicates
+	// finished are the pods in phase Succeeded or Failed, left out.
+	finished []string
+}
+
+// finishedNamed is how many finished pods the finding names: a cluster
+// can hold thousands of completed Job pods.
+const finishedNamed = 5
+
+// reportFinished says, in one finding, which pods left the model because
+// they finished: a finished pod holds no IP address in a cluster, so no
+// policy applies to it, but a manifest that lists it should not lose it
+// without a word.
+func (b *builder) reportFinished() {
+	n := len(b.finished)
+	if n == 0 {
+		return
+	}
+	sort.Strings(b.finished)
+	names := strings.Join(b.finished[:min(n, finishedNamed)], ", ")
+	if n > finishedNamed {
+		names += fmt.Sprintf(" and %d more", n-finishedNamed)
+	}
+	msg := fmt.Sprintf("%d pods in phase Succeeded or Failed left out, as they hold no IP address: %s", n, names)
+	if n == 1 {
+		msg = "1 pod in phase Succeeded or Failed left out, as it holds no IP address: " + names
+	}
+	b.diags = append(b.diags, diag.Diagnostic{Severity: diag.Warning, Message: msg})
 }
 
 func defaultNS(ns string) string {
@@ -189,8 +218,9 @@ func (b *builder) addPod(o source.Object, podLabels map[string]string, namespace
 	if b.duplicate(o, "Pod "+ns.Name+"/"+name) {
 		return
 	}
-	if status != nil && (status.Phase == corev1.PodSucceeded || status.Phase == corev1.PodFailed) {
-		return // finished pods have no network
+	if status != nil && finished(status) {
+		b.finished = append(b.finished, ns.Name+"/"+name)
+		return
 	}
 	p := &Pod{Namespace: ns, Name: name, Labels: labels.Set{}, Node: spec.NodeName, HostNetwork: spec.HostNetwork, Owner: owner, Origin: o.Origin}
 	for k, v := range podLabels {
