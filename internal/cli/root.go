@@ -94,8 +94,8 @@ Every policy is normalised into one tiered model, evaluated per connection:
 Input is Kubernetes YAML or JSON: files, directories (recursive) or - for
 stdin, multi-document, kind: List and the typed lists "kubectl get -o yaml"
 writes (PodList, NetworkPolicyList, ...). Workloads (Deployment,
-StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) stand for the pods of
-their template.
+StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job, CronJob)
+stand for the pods of their template.
 Or a live cluster: --kubeconfig and --context (default: $KUBECONFIG, then
 ~/.kube/config).
 

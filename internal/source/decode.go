@@ -59,6 +59,7 @@ var constructors = map[kindKey]func() any{
 	{"v1", "Namespace"}:                                 func() any { return new(corev1.Namespace) },
 	{"v1", "Pod"}:                                       func() any { return new(corev1.Pod) },
 	{"v1", "Node"}:                                      func() any { return new(corev1.Node) },
+	{"v1", "ReplicationController"}:                     func() any { return new(corev1.ReplicationController) },
 	{"apps/v1", "Deployment"}:                           func() any { return new(appsv1.Deployment) },
 	{"apps/v1", "StatefulSet"}:                          func() any { return new(appsv1.StatefulSet) },
 	{"apps/v1", "DaemonSet"}:                            func() any { return new(appsv1.DaemonSet) },

@@ -386,6 +386,11 @@ func TestDecode(t *testing.T) {
 			objs: []wantObj{{Kind: "ClusterNetworkPolicy", Name: "c", Type: typeCNP, Origin: at(0, 0)}},
 		},
 		{
+			name: "ReplicationController",
+			in:   "apiVersion: v1\nkind: ReplicationController\nmetadata: {name: rc, namespace: x}\nspec: {replicas: 2, selector: {app: rc}, template: {metadata: {labels: {app: rc}}, spec: {containers: []}}}\n",
+			objs: []wantObj{{Kind: "ReplicationController", Namespace: "x", Name: "rc", Type: "*v1.ReplicationController", Origin: at(0, 0)}},
+		},
+		{
 			name: "extensions/v1beta1 NetworkPolicy",
 			in:   "apiVersion: extensions/v1beta1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec: {podSelector: {}, ingress: [{from: []}]}\n",
 			objs: []wantObj{{Kind: "NetworkPolicy", Namespace: "x", Name: "p", Type: typeNP, Origin: at(0, 0)}},

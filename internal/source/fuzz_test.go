@@ -27,6 +27,7 @@ var fuzzSeeds = []string{
 	"apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s, namespace: x}\nspec: {replicas: 2, selector: {}, template: {spec: {containers: []}}}\n",
 	"apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: ds, namespace: x}\nspec: {selector: {}, template: {spec: {hostNetwork: true, containers: []}}}\n",
 	"apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs, namespace: x}\nspec: {replicas: 1, selector: {}, template: {spec: {containers: []}}}\n",
+	"apiVersion: v1\nkind: ReplicationController\nmetadata: {name: rc, namespace: x}\nspec: {replicas: 2, selector: {app: rc}, template: {metadata: {labels: {app: rc}}, spec: {containers: [{name: c, ports: [{containerPort: 80}]}]}}}\n",
 	"apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: x}\nspec: {template: {spec: {containers: []}}}\n",
 	"apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: cj, namespace: x}\nspec: {schedule: '* * * * *', jobTemplate: {spec: {template: {spec: {containers: []}}}}}\n",
 	"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec: {podSelector: {}, policyTypes: [Ingress, Egress], ingress: [{from: [{ipBlock: {cidr: 198.18.0.0/16, except: [198.18.1.0/24]}}, {namespaceSelector: {matchExpressions: [{key: team, operator: In, values: [red]}]}, podSelector: {}}], ports: [{port: 80, endPort: 90}, {port: http}]}], egress: [{}]}\n",

@@ -60,6 +60,8 @@ func Build(objects []source.Object, opts Options) (*Cluster, diag.List) {
 			b.addDeployment(o, v)
 		case *appsv1.ReplicaSet:
 			b.addReplicas(o, v.Namespace, v.Name, "ReplicaSet", replicas(v.Spec.Replicas), &v.Spec.Template, nil)
+		case *corev1.ReplicationController:
+			b.addReplicationController(o, v)
 		case *appsv1.StatefulSet:
 			b.addStatefulSet(o, v)
 		case *appsv1.DaemonSet:
@@ -273,6 +275,16 @@ func (b *builder) addDeployment(o source.Object, v *appsv1.Deployment) {
 	b.addReplicas(o, v.Namespace, v.Name+"-"+hash, "Deployment", replicas(v.Spec.Replicas), &v.Spec.Template, extra)
 }
 
+// addReplicationController adds the pods of the ReplicationController: named
+// <controller>-<suffix>, with the template's labels, as a ReplicaSet's.
+func (b *builder) addReplicationController(o source.Object, v *corev1.ReplicationController) {
+	if v.Spec.Template == nil { // a pointer here, unlike the apps/v1 workloads
+		o.Reporter(&b.diags).Errorf("spec.template", "Required value")
+		return
+	}
+	b.addReplicas(o, v.Namespace, v.Name, "ReplicationController", replicas(v.Spec.Replicas), v.Spec.Template, nil)
+}
+
 func (b *builder) addStatefulSet(o source.Object, v *appsv1.StatefulSet) {
 	n := b.capped(o, replicas(v.Spec.Replicas))
 	owner := "StatefulSet " + v.Name
@@ -392,7 +404,7 @@ func (b *builder) placePods() {
 // isWorkload reports whether v is a workload that stands for its pods.
 func isWorkload(v any) bool {
 	switch v.(type) {
-	case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *appsv1.DaemonSet, *batchv1.Job, *batchv1.CronJob:
+	case *appsv1.Deployment, *appsv1.ReplicaSet, *corev1.ReplicationController, *appsv1.StatefulSet, *appsv1.DaemonSet, *batchv1.Job, *batchv1.CronJob:
 		return true
 	}
 	return false

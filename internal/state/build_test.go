@@ -96,3 +96,61 @@ func TestFinishedPodsFindingNamesFive(t *testing.T) {
 		t.Errorf("findings:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestReplicationControllerStandsForItsPods: a ReplicationController
+// (core/v1) makes the pods of its template, as a ReplicaSet does.
+func TestReplicationControllerStandsForItsPods(t *testing.T) {
+	const in = `apiVersion: v1
+kind: ReplicationController
+metadata: {name: legacy, namespace: x}
+spec:
+  replicas: 2
+  selector: {app: legacy}
+  template:
+    metadata: {labels: {app: legacy}}
+    spec: {containers: [{name: c, ports: [{name: http, containerPort: 8080}]}]}
+---
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: one, namespace: x}
+spec: {template: {metadata: {labels: {app: one}}, spec: {containers: [{name: c}]}}}
+`
+	dec := &source.Decoder{}
+	objs := dec.Decode("rc.yaml", []byte(in))
+	c, diags := state.Build(objs, state.Options{})
+	if all := append(dec.Diags, diags...); len(all) > 0 {
+		t.Fatalf("findings:\n%s", diagLines(all))
+	}
+	type podWant struct{ prefix, owner, app, ports string }
+	want := []podWant{
+		{"legacy-", "ReplicationController legacy", "legacy", "http=8080/tcp"},
+		{"legacy-", "ReplicationController legacy", "legacy", "http=8080/tcp"},
+		{"one-", "ReplicationController one", "one", ""}, // replicas defaults to 1
+	}
+	if len(c.Pods) != len(want) {
+		t.Fatalf("pods %q, want %d", podKeys(c), len(want))
+	}
+	for i, w := range want {
+		p := c.Pods[i]
+		var ports []string
+		for _, cp := range p.Ports {
+			ports = append(ports, cp.Name+"="+cp.Port.String())
+		}
+		// The name is <controller>-<5 characters>, as the controller names them.
+		if !strings.HasPrefix(p.Name, w.prefix) || len(p.Name) != len(w.prefix)+5 || p.Namespace.Name != "x" ||
+			p.Owner != w.owner || p.Labels["app"] != w.app || strings.Join(ports, ",") != w.ports || len(p.IPs) == 0 {
+			t.Errorf("pod %d: %s owner %q app=%s ports %q IPs %v; want %s<5 characters> in x, owner %q, app=%s, ports %q, an address",
+				i, p.Key(), p.Owner, p.Labels["app"], ports, p.IPs, w.prefix, w.owner, w.app, w.ports)
+		}
+	}
+}
+
+func TestReplicationControllerWithoutTemplate(t *testing.T) {
+	dec := &source.Decoder{}
+	objs := dec.Decode("rc.yaml", []byte("apiVersion: v1\nkind: ReplicationController\nmetadata: {name: bare, namespace: x}\nspec: {replicas: 3}\n"))
+	c, diags := state.Build(objs, state.Options{})
+	want := "error: rc.yaml: ReplicationController x/bare: spec.template: Required value"
+	if got := diagLines(append(dec.Diags, diags...)); got != want || len(c.Pods) != 0 {
+		t.Errorf("pods %q, findings:\n%s\nwant no pods and:\n%s", podKeys(c), got, want)
+	}
+}
