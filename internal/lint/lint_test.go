@@ -58,7 +58,7 @@ func lintYAML(t *testing.T, docs ...string) []Finding {
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}
-	return Run(e, diags)
+	return Run(e, diags, Options{})
 }
 
 // short is a finding as the tests spell it: severity code object field
@@ -400,7 +400,7 @@ func BenchmarkLint1k(b *testing.B) {
 	}
 	var n int
 	for b.Loop() {
-		n = len(Run(e, diags))
+		n = len(Run(e, diags, Options{}))
 	}
 	b.ReportMetric(float64(n), "findings")
 }

@@ -47,7 +47,24 @@ func ParseANPShape(s string) (ANPShape, error) {
 // Options tune decoding.
 type Options struct {
 	ANPShape ANPShape
+	// Lenient reads an admin policy with unknown fields without them, with a
+	// warning, instead of refusing it (see RefusesUnknownFields).
+	Lenient bool
 }
+
+// strictKinds are the kinds whose unknown fields make the object invalid.
+// In an admin policy a dropped field changes what a rule matches: "port:"
+// for "ports:" leaves an Allow that allows every port. kubectl's strict
+// field validation refuses such an object, and so do we.
+var strictKinds = map[string]bool{"AdminNetworkPolicy": true, "BaselineAdminNetworkPolicy": true, "ClusterNetworkPolicy": true}
+
+// RefusesUnknownFields reports whether an unknown field makes an object of
+// kind invalid (unless Options.Lenient).
+func RefusesUnknownFields(kind string) bool { return strictKinds[kind] }
+
+// UnknownFieldRefused is the message for an unknown field that makes an
+// object invalid.
+const UnknownFieldRefused = "unknown field: kubectl's strict field validation refuses it, and without it the policy may match other traffic than written (--lenient drops it with a warning)"
 
 // kindKey is apiVersion + kind.
 type kindKey struct{ apiVersion, kind string }
@@ -254,6 +271,8 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 		d.report(origin, obj.Ref(), field, "%s", msg)
 		return nil
 	}
+	refuse := !d.Lenient && RefusesUnknownFields(h.Kind)
+	refused := false
 	for _, s := range strict {
 		path := s.Error()
 		var fe kjson.FieldError
@@ -265,9 +284,17 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 				Message: "duplicate field: the last value wins"})
 			continue
 		}
+		if refuse {
+			d.report(origin, obj.Ref(), path, "%s", UnknownFieldRefused)
+			refused = true
+			continue
+		}
 		obj.Unknown = append(obj.Unknown, path)
 		d.Diags = append(d.Diags, diag.Diagnostic{Severity: diag.Warning, Origin: origin, Object: obj.Ref(), Field: path,
 			Message: "unknown field, ignored (the API server would drop it)"})
+	}
+	if refused {
+		return nil
 	}
 	obj.Value = value
 	return []Object{obj}

@@ -263,14 +263,58 @@ func TestDecode(t *testing.T) {
 			diags: []wantDiag{{diag.Warning, "spec.ingress[0].from[0].podSelectr", "unknown field"}},
 		},
 		{
-			name: "two unknown fields",
+			// kubectl's strict field validation refuses them; read without
+			// them, a misspelt field widens a rule (issue 15).
+			name: "unknown fields in an admin policy are errors",
+			in:   anp("{priority: 1, subject: {namespaces: {}}, colour: red, ingress: [{action: Allow, from: [{namespaces: {}, tenants: {}}]}]}"),
+			diags: []wantDiag{
+				{diag.Error, "spec.colour", "unknown field"},
+				{diag.Error, "spec.ingress[0].from[0].tenants", "unknown field"},
+			},
+		},
+		{
+			name: "lenient: unknown fields in an admin policy are dropped with a warning, and recorded",
+			opts: source.Options{Lenient: true},
 			in:   anp("{priority: 1, subject: {namespaces: {}}, colour: red, ingress: [{action: Allow, from: [{namespaces: {}, tenants: {}}]}]}"),
 			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeANP, Origin: at(0, 0),
 				Unknown: []string{"spec.colour", "spec.ingress[0].from[0].tenants"}}},
 			diags: []wantDiag{
-				{diag.Warning, "spec.colour", "unknown field"},
-				{diag.Warning, "spec.ingress[0].from[0].tenants", "unknown field"},
+				{diag.Warning, "spec.colour", "unknown field, ignored"},
+				{diag.Warning, "spec.ingress[0].from[0].tenants", "unknown field, ignored"},
 			},
+		},
+		{
+			name: "lenient, ANP shape forced to KEP: a v0.1.7 field is dropped",
+			opts: source.Options{ANPShape: source.ShapeKEP, Lenient: true},
+			in:   anp(v017Peers),
+			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeKEPANP, Origin: at(0, 0),
+				Unknown: []string{"spec.ingress[0].from[0].namespaces.matchLabels"}}},
+			diags: []wantDiag{{diag.Warning, "spec.ingress[0].from[0].namespaces.matchLabels", "unknown field, ignored"}},
+		},
+		{
+			name:  "ANP: port instead of ports",
+			in:    anp("{priority: 1, subject: {namespaces: {}}, egress: [{action: Allow, to: [{networks: [198.18.0.0/15]}], port: [{portNumber: {port: 53, protocol: UDP}}]}]}"),
+			diags: []wantDiag{{diag.Error, "spec.egress[0].port", "unknown field"}},
+		},
+		{
+			name: "BANP: port instead of ports",
+			in: "apiVersion: policy.networking.k8s.io/v1alpha1\nkind: BaselineAdminNetworkPolicy\nmetadata: {name: default}\n" +
+				"spec: {subject: {namespaces: {}}, ingress: [{action: Allow, from: [{namespaces: {}}], port: [{portNumber: {port: 80, protocol: TCP}}]}]}\n",
+			diags: []wantDiag{{diag.Error, "spec.ingress[0].port", "unknown field"}},
+		},
+		{
+			name: "CNP: protocol instead of protocols",
+			in: "apiVersion: policy.networking.k8s.io/v1alpha2\nkind: ClusterNetworkPolicy\nmetadata: {name: c}\n" +
+				"spec: {tier: Admin, priority: 3, subject: {namespaces: {}}, ingress: [{action: Accept, from: [{namespaces: {}}], protocol: [{tcp: {destinationPort: {number: 80}}}]}]}\n",
+			diags: []wantDiag{{diag.Error, "spec.ingress[0].protocol", "unknown field"}},
+		},
+		{
+			name: "an unknown field of an admin policy in a list names the item",
+			in: "apiVersion: policy.networking.k8s.io/v1alpha1\nkind: AdminNetworkPolicyList\nitems:\n" +
+				"- {metadata: {name: ok}, spec: {priority: 1, subject: {namespaces: {}}}}\n" +
+				"- {metadata: {name: bad}, spec: {priority: 2, subject: {namespaces: {}}, egress: [{action: Allow, to: [{namespaces: {}}], port: []}]}}\n",
+			objs:  []wantObj{{Kind: "AdminNetworkPolicy", Name: "ok", Type: typeANP, Origin: at(0, 1)}},
+			diags: []wantDiag{{diag.Error, "spec.egress[0].port", "unknown field"}},
 		},
 		{
 			name:  "type error names the field",
@@ -353,20 +397,16 @@ func TestDecode(t *testing.T) {
 			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeKEPANP, Origin: at(0, 0)}},
 		},
 		{
-			name: "ANP shape forced to KEP: a v0.1.7 field becomes unknown",
-			opts: source.Options{ANPShape: source.ShapeKEP},
-			in:   anp(v017Peers),
-			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeKEPANP, Origin: at(0, 0),
-				Unknown: []string{"spec.ingress[0].from[0].namespaces.matchLabels"}}},
-			diags: []wantDiag{{diag.Warning, "spec.ingress[0].from[0].namespaces.matchLabels", "unknown field"}},
+			name:  "ANP shape forced to KEP: a v0.1.7 field is unknown",
+			opts:  source.Options{ANPShape: source.ShapeKEP},
+			in:    anp(v017Peers),
+			diags: []wantDiag{{diag.Error, "spec.ingress[0].from[0].namespaces.matchLabels", "unknown field"}},
 		},
 		{
-			name: "ANP shape forced to v0.1.7",
-			opts: source.Options{ANPShape: source.ShapeV017},
-			in:   anp(kepPeers),
-			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeANP, Origin: at(0, 0),
-				Unknown: []string{"spec.ingress[0].from[0].namespaces.sameLabels"}}},
-			diags: []wantDiag{{diag.Warning, "spec.ingress[0].from[0].namespaces.sameLabels", "unknown field"}},
+			name:  "ANP shape forced to v0.1.7: a KEP field is unknown",
+			opts:  source.Options{ANPShape: source.ShapeV017},
+			in:    anp(kepPeers),
+			diags: []wantDiag{{diag.Error, "spec.ingress[0].from[0].namespaces.sameLabels", "unknown field"}},
 		},
 		{
 			name: "BANP in both shapes",

@@ -89,9 +89,12 @@ func FuzzDecode(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		// The same bytes under both readings of the admin policies.
-		for _, shape := range []source.ANPShape{source.ShapeAuto, source.ShapeKEP} {
-			dec := &source.Decoder{Options: source.Options{ANPShape: shape}}
+		// The same bytes under both readings of the admin policies, and
+		// leniently, so that policies without their unknown fields (the
+		// fail-closed peers) go through the engine too.
+		for _, opts := range []source.Options{{ANPShape: source.ShapeAuto}, {ANPShape: source.ShapeKEP, Lenient: true}} {
+			shape := opts.ANPShape
+			dec := &source.Decoder{Options: opts}
 			objs := dec.Decode("fuzz.yaml", bytes.Clone(data))
 			for _, o := range objs {
 				if o.Kind == "" || o.Name == "" || o.Value == nil {
