@@ -101,7 +101,7 @@ func (f *inputFlags) buildFrom(cmd *cobra.Command, shape source.ANPShape, paths 
 	if len(paths) > 0 {
 		dec := &source.Decoder{Options: opts}
 		if objects, err = dec.Load(paths, cmd.InOrStdin()); err != nil {
-			return nil, nil, err
+			return nil, nil, troubleError{err} // a path that cannot be read is bad input
 		}
 		decoded = dec.Diags
 	} else {
