@@ -131,8 +131,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"matrix"}, "no input", 2},
 		{[]string{"matrix", "-f", "-", "-o", "xml"}, `unknown output format "xml"`, 2},
 		{[]string{"explain", "-f", "-", "--from", "shop/web"}, "--from, --to and --port are required", 2},
-		{[]string{"explain", "-f", "-", "--from", "shop/wbe", "--to", "shop/web", "--port", "80"}, "did you mean shop/web", 1},
-		{[]string{"explain", "-f", "-", "--from", "shop/web", "--to", "shop/batch", "--port", "http"}, `declares no container port named "http"`, 1},
+		{[]string{"explain", "-f", "-", "--from", "shop/wbe", "--to", "shop/web", "--port", "80"}, "did you mean shop/web", 2},
+		{[]string{"explain", "-f", "-", "--from", "shop/web", "--to", "shop/batch", "--port", "http"}, `declares no container port named "http"`, 2},
 		{[]string{"matrix", "-f", "-", "--bogus"}, "unknown flag: --bogus", 2},
 	}
 	for _, c := range cases {

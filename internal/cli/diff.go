@@ -118,13 +118,26 @@ it), 2 trouble (bad input or flags, a cluster that cannot be read).`,
 // sideError names the side whose input failed; anything but a usage or
 // input error is trouble, never the exit 1 of "changes".
 func sideError(side string, err error) error {
-	var input diag.InputError
-	var usage usageError
-	switch {
-	case errors.As(err, &input), errors.As(err, &usage):
+	if isInputError(err) {
 		return err // the findings name their files already
 	}
 	return troubleError{fmt.Errorf("%s: %w", side, err)}
+}
+
+// asTrouble makes any failure but a usage or input error trouble (exit 2),
+// for a command whose exit 1 is a result.
+func asTrouble(err error) error {
+	var trouble troubleError
+	if isInputError(err) || errors.As(err, &trouble) {
+		return err
+	}
+	return troubleError{err}
+}
+
+func isInputError(err error) bool {
+	var input diag.InputError
+	var usage usageError
+	return errors.As(err, &input) || errors.As(err, &usage)
 }
 
 // colourful is true for a terminal, unless NO_COLOR is set.

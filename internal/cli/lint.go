@@ -33,6 +33,8 @@ object and field, and a one-line hint:
   isolated-allows-nothing        pods isolated by NetworkPolicies with nothing allowed
   dns-blocked                    pods that cannot reach the k8s-app=kube-dns pods on 53/udp
   kep-field                      KEP-2091 / v0.1.1 fields current clusters reject
+  unknown-field                  fields an admin policy's API does not have (a misspelt
+                                 ports:), an error unless --lenient
   input                          warnings of reading the input
 
 Findings about traffic are asked of the engine for the pods of the input (one
@@ -52,12 +54,17 @@ does, 2 when the input is invalid.`,
 			if err != nil {
 				return usageError{err}
 			}
+			// lint reads admin policies with unknown fields as --lenient
+			// does, so that the rest of them is linted too, and reports
+			// the fields itself: as errors unless --lenient was given.
+			lenient := in.lenient
+			in.lenient = true
 			e, diags, err := in.build(cmd)
 			if err != nil {
 				in.warn(cmd.ErrOrStderr(), diags)
 				return err
 			}
-			findings := lint.Run(e, diags)
+			findings := lint.Run(e, diags, lint.Options{Lenient: lenient})
 			if in.quiet {
 				findings = without(findings, lint.CodeInput)
 			}

@@ -137,7 +137,7 @@ func TestLintSARIF(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	if v.Version != "2.1.0" || len(v.Runs) != 1 || v.Runs[0].Tool.Driver.Name != "netpol" || len(v.Runs[0].Tool.Driver.Rules) != 10 {
+	if v.Version != "2.1.0" || len(v.Runs) != 1 || v.Runs[0].Tool.Driver.Name != "netpol" || len(v.Runs[0].Tool.Driver.Rules) != 11 {
 		t.Fatalf("shape: %s", out)
 	}
 	rules := v.Runs[0].Tool.Driver.Rules
@@ -160,5 +160,18 @@ func TestLintSARIF(t *testing.T) {
 	}
 	if !strings.Contains(r.Message.Text, "Hint: ") {
 		t.Errorf("message has no hint: %s", r.Message.Text)
+	}
+}
+
+// TestLintUnknownFieldInAdminPolicy: lint reports an unknown field of an
+// admin policy as an error finding (exit 1 under the default --fail-on).
+func TestLintUnknownFieldInAdminPolicy(t *testing.T) {
+	file := writeInput(t, portTypo)
+	code, out, stderr := run(t, "", "lint", "-f", file)
+	want := "AdminNetworkPolicy dns-only in " + file + " (document 5)\n" +
+		"  error   unknown-field: spec.egress[0].port: unknown field: kubectl's strict field validation refuses it, and without it the policy may match other traffic than written (--lenient drops it with a warning)\n" +
+		"          hint: fix the spelling: kubectl explain adminnetworkpolicy.spec lists the fields\n"
+	if code != 1 || !strings.Contains(out, want) {
+		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant exit 1 and:\n%s", code, out, stderr, want)
 	}
 }

@@ -29,6 +29,7 @@ type inputFlags struct {
 	legacy     bool
 	replicaCap int
 	quiet      bool
+	lenient    bool
 }
 
 func (f *inputFlags) register(cmd *cobra.Command) {
@@ -46,6 +47,7 @@ func (f *inputFlags) registerCluster(cmd *cobra.Command, kubeconfigHelp string) 
 	fl.BoolVar(&f.legacy, "legacy-namespace-isolation", false, "evaluate ingress as the v1beta1 proposal did: the namespace annotation net.beta.kubernetes.io/network-policy {\"ingress\":{\"isolation\":\"DefaultDeny\"}} isolates its pods, and NetworkPolicies isolate nothing for ingress elsewhere")
 	fl.IntVar(&f.replicaCap, "replica-cap", state.DefaultReplicaCap, "most pods modelled per workload")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "do not print warnings")
+	fl.BoolVar(&f.lenient, "lenient", false, "read an AdminNetworkPolicy, BaselineAdminNetworkPolicy or ClusterNetworkPolicy with unknown fields (a misspelt ports:) without them, with a warning; by default they are invalid input, as kubectl's strict field validation has them")
 }
 
 // slowLoad is when loading is long enough that a person wonders what took
@@ -97,10 +99,11 @@ func (f *inputFlags) buildFrom(cmd *cobra.Command, shape source.ANPShape, paths 
 	var objects []source.Object
 	var decoded diag.List
 	var err error
+	opts := source.Options{ANPShape: shape, Lenient: f.lenient}
 	if len(paths) > 0 {
-		dec := &source.Decoder{Options: source.Options{ANPShape: shape}}
+		dec := &source.Decoder{Options: opts}
 		if objects, err = dec.Load(paths, cmd.InOrStdin()); err != nil {
-			return nil, nil, err
+			return nil, nil, troubleError{err} // a path that cannot be read is bad input
 		}
 		decoded = dec.Diags
 	} else {
@@ -108,7 +111,7 @@ func (f *inputFlags) buildFrom(cmd *cobra.Command, shape source.ANPShape, paths 
 		if err != nil {
 			return nil, nil, noCluster{err}
 		}
-		if objects, decoded, err = kube.List(cmd.Context(), cfg, source.Options{ANPShape: shape}); err != nil {
+		if objects, decoded, err = kube.List(cmd.Context(), cfg, opts); err != nil {
 			return nil, nil, fmt.Errorf("reading the cluster at %s: %w", cfg.Host, err)
 		}
 	}

@@ -16,15 +16,17 @@ import (
 // Exit codes.
 const (
 	exitOK      = 0
-	exitFailure = 1 // the command ran and failed (I/O, unknown pod, ...)
-	exitInput   = 2 // bad input or flags
+	exitFailure = 1 // the command ran and failed (a cluster that cannot be read, ...), or its result says so (diff, lint, explain --exit-code)
+	exitInput   = 2 // bad input, flags or names (a missing path, an unknown pod)
 )
 
 // usageError is a bad flag or argument: exit 2.
 type usageError struct{ error }
 
-// troubleError is a failure to run, for a command whose exit 1 is a result
-// (diff: "there are changes"): exit 2, as diff(1) does, so a CI gate never
+// troubleError is exit 2 without the usage hint: input that cannot be read
+// or a name that names nothing (a missing -f path, an unknown pod), and any
+// failure of a command whose exit 1 is a result (diff: "there are changes",
+// explain --exit-code: "denied"), as diff(1) does, so a CI gate never
 // mistakes an unreachable cluster for a change.
 type troubleError struct{ error }
 
@@ -92,10 +94,17 @@ Every policy is normalised into one tiered model, evaluated per connection:
              BaselineAdminNetworkPolicy: the first matching rule decides.
 
 Input is Kubernetes YAML or JSON: files, directories (recursive) or - for
-stdin, multi-document, kind: List. Workloads (Deployment, StatefulSet,
-DaemonSet, ReplicaSet, Job, CronJob) stand for the pods of their template.
+stdin, multi-document, kind: List and the typed lists "kubectl get -o yaml"
+writes (PodList, NetworkPolicyList, ...). Workloads (Deployment,
+StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job, CronJob)
+stand for the pods of their template.
 Or a live cluster: --kubeconfig and --context (default: $KUBECONFIG, then
 ~/.kube/config).
+
+Exit status: 2 for invalid input or flags, a path that does not exist, or a
+name that names nothing (explain --from, --to, --port); 1 for a failure to
+run, or for a result where a command says so (diff: changes, lint: findings
+at --fail-on, explain --exit-code: denied); 0 otherwise.
 
 Installed on the PATH as kubectl-netpol, it is a kubectl plugin:
 "kubectl netpol explain ...".`,

@@ -13,22 +13,26 @@ import (
 type Origin struct {
 	File string // path, "-" for stdin, or a source name such as "cluster"
 	Doc  int    // 1-based document number within the file; 0 when unknown
-	Item int    // 1-based item within a kind: List document; 0 when not in a list
+	Item int    // 1-based item within a list document (PodList, List, ...); 0 when not in a list
 }
 
 func (o Origin) String() string {
 	if o.File == "" {
 		return ""
 	}
-	s := o.File
+	// A list item is named by its path in the document, as a field is, so
+	// that one file from "kubectl get pods -o yaml" still points at the item.
+	var where []string
 	if o.Doc > 0 {
-		s += fmt.Sprintf(" (document %d", o.Doc)
-		if o.Item > 0 {
-			s += fmt.Sprintf(", item %d", o.Item)
-		}
-		s += ")"
+		where = append(where, fmt.Sprintf("document %d", o.Doc))
 	}
-	return s
+	if o.Item > 0 {
+		where = append(where, fmt.Sprintf("items[%d]", o.Item-1))
+	}
+	if len(where) == 0 {
+		return o.File
+	}
+	return o.File + " (" + strings.Join(where, ", ") + ")"
 }
 
 // Severity orders findings.

@@ -72,7 +72,13 @@ type flowCase struct {
 
 func build(t *testing.T, policies string, opts engine.Options) *engine.Engine {
 	t.Helper()
-	dec := &source.Decoder{}
+	return buildFrom(t, policies, source.Options{}, opts)
+}
+
+// buildFrom is build with decoding options.
+func buildFrom(t *testing.T, policies string, read source.Options, opts engine.Options) *engine.Engine {
+	t.Helper()
+	dec := &source.Decoder{Options: read}
 	objs := dec.Decode("test.yaml", []byte(base+"---\n"+policies))
 	c, diags := state.Build(objs, state.Options{})
 	set, more := policy.Normalize(c.Policies)
@@ -446,7 +452,8 @@ spec:
 		action  string
 		allowed bool
 	}{{"Allow", true}, {"Deny", false}, {"Pass", false}} {
-		e := build(t, strings.Replace(tmpl, "ACTION", c.action, 1), engine.Options{})
+		// Lenient: by default an unknown field makes the policy invalid.
+		e := buildFrom(t, strings.Replace(tmpl, "ACTION", c.action, 1), source.Options{Lenient: true}, engine.Options{})
 		check(t, e, []flowCase{{"y/a", "x/a", "80", c.allowed, ""}, {"198.19.9.9", "x/b", "8080", c.allowed, ""}})
 	}
 }

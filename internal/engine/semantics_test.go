@@ -1025,6 +1025,7 @@ spec:
 	const denied = "Admin ANP/future r Deny"
 	runSemGroups(t, semTopology, []semGroup{
 		{name: "Allow matches nothing: the lower deny applies",
+			lenient: true,
 			policies: future("Allow") + `---
 apiVersion: policy.networking.k8s.io/v1alpha1
 kind: AdminNetworkPolicy
@@ -1040,6 +1041,7 @@ spec:
 				{from: "x/a", to: outside, port: "80", allowed: true, egress: "Default Allow"},
 			}},
 		{name: "Deny denies everything",
+			lenient:  true,
 			policies: future("Deny"),
 			flows: []semFlow{
 				{from: "x/a", to: "y/a", port: "80", allowed: false, egress: denied},
@@ -1050,6 +1052,7 @@ spec:
 				{from: "y/a", to: "x/a", port: "80", allowed: true, ingress: "Default Allow"},
 			}},
 		{name: "Pass denies everything, even where a NetworkPolicy would allow",
+			lenient: true,
 			policies: future("Pass") + `---
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
@@ -1065,6 +1068,7 @@ spec:
 				{from: "y/a", to: "x/a", port: "80", allowed: true},
 			}},
 		{name: "a ClusterNetworkPolicy ingress peer with only a field ingress peers lack fails closed",
+			lenient: true,
 			// networks exists on egress peers only.
 			policies: `
 apiVersion: policy.networking.k8s.io/v1alpha2
@@ -1250,6 +1254,7 @@ spec: {podSelector: {}, policyTypes: [Ingress]}
 				{from: "y/b2", to: "y/a2", port: "80", allowed: true, ingress: allowed},
 			}},
 		{name: "a KEP namespaces peer with no field netpol knows: Allow matches nothing",
+			lenient: true,
 			// "relatd" is a typo; the second rule makes the shape unambiguous.
 			policies: `
 apiVersion: policy.networking.k8s.io/v1alpha1
@@ -1268,6 +1273,7 @@ spec:
 				{from: "y/b2", to: "x/a1", port: "80", allowed: false, ingress: baseline},
 			}},
 		{name: "a KEP namespaces peer with no field netpol knows: Deny denies everything",
+			lenient: true,
 			policies: `
 apiVersion: policy.networking.k8s.io/v1alpha1
 kind: AdminNetworkPolicy

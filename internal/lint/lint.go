@@ -37,6 +37,8 @@
 //	dns-blocked                   warning           pods cannot reach cluster DNS (53/udp to k8s-app=kube-dns pods)
 //	kep-field                     warning           a field of the KEP-2091 / v0.1.1 shape that network-policy-api
 //	                                                v0.1.3 and later CRDs do not accept
+//	unknown-field                 error             an admin policy has a field its API does not: kubectl refuses it,
+//	                                                and read without it a rule matches other traffic than written
 //	input                         warning           a warning of reading the input (decoder, state, normalisation)
 //	no-pods                       info              the input has no pods: the checks that need pods were skipped
 package lint
@@ -51,6 +53,7 @@ import (
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/policy"
+	"github.com/netpol/netpol/internal/source"
 )
 
 // Severity orders findings; the zero value is not a severity.
@@ -97,6 +100,7 @@ const (
 	CodeIsolatedNoAllow  = "isolated-allows-nothing"
 	CodeDNSBlocked       = "dns-blocked"
 	CodeKEPField         = "kep-field"
+	CodeUnknownField     = "unknown-field"
 	CodeInput            = "input"
 	CodeNoPods           = "no-pods"
 )
@@ -124,6 +128,8 @@ var Rules = []Rule{
 		"Allow egress to the kube-dns pods on 53/udp and 53/tcp."},
 	{CodeKEPField, "A KEP-2091 / v0.1.1 field current clusters reject",
 		"Rewrite the peer in the released shape (namespaces is a label selector; pods has namespaceSelector and podSelector)."},
+	{CodeUnknownField, "An admin policy has a field its API does not",
+		"Fix the spelling: kubectl explain with the kind and field path lists the fields (kubectl explain adminnetworkpolicy.spec.egress)."},
 	{CodeInput, "A warning about the input", "See the message."},
 	{CodeNoPods, "No pods in the input", "Add the namespaces and workloads (or pods) the policies apply to, or lint a live cluster."},
 }
@@ -186,16 +192,32 @@ func Worst(findings []Finding) Severity {
 	return w
 }
 
+// Options tune a lint run.
+type Options struct {
+	// Lenient leaves the unknown fields of admin policies to the input
+	// warnings, as --lenient does in every other command.
+	Lenient bool
+}
+
 // Run lints the engine's policies against its cluster. loaded are the
 // findings of reading the input; its warnings become findings of code
 // "input", except the engine's own equal-priority warnings, which
-// admin-priority-overlap replaces with a sharper test.
-func Run(e *engine.Engine, loaded diag.List) []Finding {
+// admin-priority-overlap replaces with a sharper test, and the decoder's
+// warnings about the unknown fields that unknown-field reports.
+//
+// Run expects the input read with source.Options.Lenient, so that an admin
+// policy with an unknown field is there to be linted, and reports the
+// field as an error itself (unless opts.Lenient).
+func Run(e *engine.Engine, loaded diag.List, opts Options) []Finding {
 	l := newLinter(e)
-	l.input(loaded)
+	var reported map[Place]bool
+	if !opts.Lenient {
+		reported = l.unknownFields()
+	}
+	l.input(loaded, reported)
 	l.kepFields()
 	if len(l.space.classes) == 0 {
-		l.add(Finding{Severity: Info, Code: CodeNoPods, Object: policy.Ref{Kind: "Input"},
+		l.add(Finding{Severity: Info, Code: CodeNoPods, Object: inputRef,
 			Message: "the input has no pods: overlaps, overrides, shadowed rules, selectors, named ports and isolation were not checked",
 			Hint:    "add the namespaces and workloads the policies apply to (-f cluster/ -f policies/), or lint a live cluster"})
 	} else {
@@ -210,18 +232,46 @@ func Run(e *engine.Engine, loaded diag.List) []Finding {
 	return l.out
 }
 
-// input turns the loading warnings into findings.
-func (l *linter) input(loaded diag.List) {
+// input turns the loading warnings into findings, but for those about the
+// places another finding reports.
+func (l *linter) input(loaded diag.List, reported map[Place]bool) {
 	replaced := map[diag.Diagnostic]bool{}
 	for _, d := range l.e.PriorityOverlaps() {
 		replaced[d] = true
 	}
 	for _, d := range loaded.Warnings() {
-		if replaced[d] {
+		obj := inputRef
+		if d.Object != "" {
+			obj = parseRef(d.Object)
+		}
+		if replaced[d] || reported[Place{Object: obj, Field: d.Field}] {
 			continue
 		}
-		l.add(Finding{Severity: Warning, Code: CodeInput, Object: parseRef(d.Object), Origin: d.Origin, Field: d.Field, Message: d.Message})
+		l.add(Finding{Severity: Warning, Code: CodeInput, Object: obj, Origin: d.Origin, Field: d.Field, Message: d.Message})
 	}
+}
+
+// inputRef files the findings about the input as a whole (no pods, the
+// finished pods left out), which no object owns.
+var inputRef = policy.Ref{Kind: "Input"}
+
+// unknownFields reports each field the lenient decoder dropped from a
+// policy of a kind that refuses unknown fields, and returns the places.
+func (l *linter) unknownFields() map[Place]bool {
+	reported := map[Place]bool{}
+	for _, o := range l.e.Cluster().Policies {
+		if !source.RefusesUnknownFields(o.Kind) {
+			continue
+		}
+		ref := parseRef(o.Ref())
+		for _, f := range o.Unknown {
+			l.add(Finding{Severity: Error, Code: CodeUnknownField, Object: ref, Origin: o.Origin, Field: f,
+				Message: source.UnknownFieldRefused,
+				Hint:    "fix the spelling: kubectl explain " + strings.ToLower(o.Kind) + ".spec lists the fields"})
+			reported[Place{Object: ref, Field: f}] = true
+		}
+	}
+	return reported
 }
 
 // parseRef reads back "Kind namespace/name" or "Kind name".

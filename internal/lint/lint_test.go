@@ -58,7 +58,7 @@ func lintYAML(t *testing.T, docs ...string) []Finding {
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}
-	return Run(e, diags)
+	return Run(e, diags, Options{})
 }
 
 // short is a finding as the tests spell it: severity code object field
@@ -374,6 +374,25 @@ spec:
 	}
 }
 
+// TestInputWarningAboutNoObject: a loading warning that names no object
+// (the finished pods left out) is filed under "Input", as no-pods is.
+func TestInputWarningAboutNoObject(t *testing.T) {
+	fs := lintYAML(t, base, `
+apiVersion: v1
+kind: Pod
+metadata: {name: done, namespace: b}
+spec: {containers: [{name: c}]}
+status: {phase: Succeeded}`)
+	var got []string
+	for _, f := range fs {
+		got = append(got, short(f)+": "+f.Message)
+	}
+	want := "warning input Input  : 1 pod in phase Succeeded or Failed left out, as it holds no IP address: b/done"
+	if strings.Join(got, "\n") != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 func BenchmarkLint1k(b *testing.B) {
 	e, diags, err := pipeline.Build(synth.Cluster(synth.Size1k), nil, pipeline.Options{})
 	if err != nil {
@@ -381,7 +400,7 @@ func BenchmarkLint1k(b *testing.B) {
 	}
 	var n int
 	for b.Loop() {
-		n = len(Run(e, diags))
+		n = len(Run(e, diags, Options{}))
 	}
 	b.ReportMetric(float64(n), "findings")
 }

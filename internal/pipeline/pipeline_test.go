@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/netpol/netpol/internal/pipeline"
@@ -31,26 +32,73 @@ spec:
   ingress: [{name: r, action: Allow, from: [{namespaces: {}}]}]
 `
 
+// unknownField is an admin policy with an unknown field (port: for ports:),
+// beside a valid one: read without the field, its Allow would allow every
+// port.
+const unknownField = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: AdminNetworkPolicy
+metadata: {name: dns-only}
+spec:
+  priority: 5
+  subject: {namespaces: {}}
+  egress: [{name: dns, action: Allow, to: [{networks: [198.19.0.0/16]}], port: [{portNumber: {port: 53, protocol: UDP}}]}]
+---
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: AdminNetworkPolicy
+metadata: {name: fine}
+spec:
+  priority: 6
+  subject: {namespaces: {}}
+  egress: [{name: deny, action: Deny, to: [{networks: [198.19.0.0/16]}]}]
+`
+
 // TestSkipInvalid: by default one invalid object fails the build; with
-// SkipInvalid the build leaves it out, keeps the rest, and reports it.
+// SkipInvalid (the agent in a cluster) the build leaves it out, keeps the
+// rest, and reports it.
 func TestSkipInvalid(t *testing.T) {
-	dec := &source.Decoder{}
-	objs := dec.Decode("input.yaml", []byte(input))
-	if _, _, err := pipeline.Build(objs, dec.Diags, pipeline.Options{}); err == nil {
-		t.Fatal("build with an out-of-range priority succeeded")
+	cases := []struct {
+		name, in string
+		err      string // the build's error, and with SkipInvalid the one finding
+		object   string
+		field    string
+		admin    string // the admin policies built with SkipInvalid
+		nps      int    // and the NetworkPolicies
+	}{
+		{"out-of-range priority", input, "input.yaml (document 4): AdminNetworkPolicy bad: spec.priority: must be between 0 and 1000",
+			"AdminNetworkPolicy bad", "spec.priority", "", 1},
+		{"unknown field", unknownField, "input.yaml (document 2): AdminNetworkPolicy dns-only: spec.egress[0].port: unknown field",
+			"AdminNetworkPolicy dns-only", "spec.egress[0].port", "fine", 0},
 	}
-	e, diags, err := pipeline.Build(objs, dec.Diags, pipeline.Options{SkipInvalid: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	errs := diags.Errors()
-	if len(errs) != 1 || errs[0].Object != "AdminNetworkPolicy bad" || errs[0].Field != "spec.priority" {
-		t.Fatalf("findings %v, want one error on AdminNetworkPolicy bad spec.priority", errs)
-	}
-	if n := len(e.Policies().Admin); n != 0 {
-		t.Errorf("%d admin policies built, want 0", n)
-	}
-	if n := len(e.Policies().NetworkPolicies); n != 1 {
-		t.Errorf("%d NetworkPolicies built, want 1 (isolate)", n)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dec := &source.Decoder{}
+			objs := dec.Decode("input.yaml", []byte(c.in))
+			if _, _, err := pipeline.Build(objs, dec.Diags, pipeline.Options{}); err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Fatalf("build error %v, want %q", err, c.err)
+			}
+			e, diags, err := pipeline.Build(objs, dec.Diags, pipeline.Options{SkipInvalid: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := diags.Errors()
+			if len(errs) != 1 || errs[0].Object != c.object || errs[0].Field != c.field {
+				t.Fatalf("findings %v, want one error on %s %s", errs, c.object, c.field)
+			}
+			var admin []string
+			for _, p := range e.Policies().Admin {
+				admin = append(admin, p.Name)
+			}
+			if strings.Join(admin, ",") != c.admin {
+				t.Errorf("admin policies built: %q, want %q", admin, c.admin)
+			}
+			if n := len(e.Policies().NetworkPolicies); n != c.nps {
+				t.Errorf("%d NetworkPolicies built, want %d", n, c.nps)
+			}
+		})
 	}
 }

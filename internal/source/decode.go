@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/network-policy-api/apis/v1alpha1"
 	"sigs.k8s.io/network-policy-api/apis/v1alpha2"
@@ -49,7 +47,24 @@ func ParseANPShape(s string) (ANPShape, error) {
 // Options tune decoding.
 type Options struct {
 	ANPShape ANPShape
+	// Lenient reads an admin policy with unknown fields without them, with a
+	// warning, instead of refusing it (see RefusesUnknownFields).
+	Lenient bool
 }
+
+// strictKinds are the kinds whose unknown fields make the object invalid.
+// In an admin policy a dropped field changes what a rule matches: "port:"
+// for "ports:" leaves an Allow that allows every port. kubectl's strict
+// field validation refuses such an object, and so do we.
+var strictKinds = map[string]bool{"AdminNetworkPolicy": true, "BaselineAdminNetworkPolicy": true, "ClusterNetworkPolicy": true}
+
+// RefusesUnknownFields reports whether an unknown field makes an object of
+// kind invalid (unless Options.Lenient).
+func RefusesUnknownFields(kind string) bool { return strictKinds[kind] }
+
+// UnknownFieldRefused is the message for an unknown field that makes an
+// object invalid.
+const UnknownFieldRefused = "unknown field: kubectl's strict field validation refuses it, and without it the policy may match other traffic than written (--lenient drops it with a warning)"
 
 // kindKey is apiVersion + kind.
 type kindKey struct{ apiVersion, kind string }
@@ -61,6 +76,7 @@ var constructors = map[kindKey]func() any{
 	{"v1", "Namespace"}:                                 func() any { return new(corev1.Namespace) },
 	{"v1", "Pod"}:                                       func() any { return new(corev1.Pod) },
 	{"v1", "Node"}:                                      func() any { return new(corev1.Node) },
+	{"v1", "ReplicationController"}:                     func() any { return new(corev1.ReplicationController) },
 	{"apps/v1", "Deployment"}:                           func() any { return new(appsv1.Deployment) },
 	{"apps/v1", "StatefulSet"}:                          func() any { return new(appsv1.StatefulSet) },
 	{"apps/v1", "DaemonSet"}:                            func() any { return new(appsv1.DaemonSet) },
@@ -111,7 +127,7 @@ func (d *Decoder) decodeDocument(origin diag.Origin, doc []byte) []Object {
 	if len(js) == 0 || string(js) == "null" {
 		return nil
 	}
-	return d.decodeObject(origin, js)
+	return d.decodeObject(origin, js, kindKey{})
 }
 
 // toJSON converts one document to JSON. A JSON document is kept as it is, so
@@ -154,18 +170,39 @@ func SplitDocuments(data []byte) [][]byte {
 			docs = append(docs, raw)
 		}
 	}
+	return splitYAML(data)
+}
+
+// splitYAML cuts data at separator lines: "---" followed by nothing but
+// spaces or a comment. Documents are the bytes between them (empty ones are
+// skipped, so document numbers are those kubectl gives); any other line
+// that starts with "---" comes back as the whole stream, as kubectl refuses
+// it. It works on the whole stream in memory rather than through a line
+// reader: apimachinery's YAMLReader lost a final line that filled its
+// 4096-byte buffer exactly (issue 15).
+func splitYAML(data []byte) [][]byte {
 	var docs [][]byte
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if err == io.EOF {
-			return docs
+	start := 0 // of the current document
+	for pos := 0; pos < len(data); {
+		next := len(data)
+		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
+			next = pos + i + 1
 		}
-		if err != nil {
-			return [][]byte{data}
+		if rest, ok := bytes.CutPrefix(data[pos:next], []byte("---")); ok {
+			if rest = bytes.TrimSpace(rest); len(rest) > 0 && rest[0] != '#' {
+				return [][]byte{data}
+			}
+			if pos > start {
+				docs = append(docs, data[start:pos:pos]) // capped: appending must not write into the next
+			}
+			start = next
 		}
-		docs = append(docs, doc)
+		pos = next
 	}
+	if start < len(data) {
+		docs = append(docs, data[start:])
+	}
+	return docs
 }
 
 type header struct {
@@ -178,12 +215,17 @@ type header struct {
 	Items []json.RawMessage `json:"items"`
 }
 
-func (d *Decoder) decodeObject(origin diag.Origin, js []byte) []Object {
+// decodeObject decodes one object, or the items of a list. implied is the
+// apiVersion and kind of an item that names neither: a typed list's items.
+func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) []Object {
 	var h header
 	if err := json.Unmarshal(js, &h); err != nil {
 		field, msg := explainJSONError(err)
 		d.report(origin, "", field, "not a Kubernetes object: %s", msg)
 		return nil
+	}
+	if h.Kind == "" && h.APIVersion == "" {
+		h.APIVersion, h.Kind = implied.apiVersion, implied.kind
 	}
 	if h.Kind == "" || h.APIVersion == "" {
 		d.report(origin, "", "", "not a Kubernetes object: apiVersion and kind are required")
@@ -194,11 +236,18 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte) []Object {
 			d.report(origin, h.Kind, "items", "a List inside a List is not supported")
 			return nil
 		}
+		// The API server writes a typed list's items (PodList,
+		// NetworkPolicyList, ...) without apiVersion and kind: they are the
+		// list's. A plain List holds any kind, so its items name theirs.
+		var item kindKey
+		if h.Kind != "List" {
+			item = kindKey{h.APIVersion, strings.TrimSuffix(h.Kind, "List")}
+		}
 		var out []Object
-		for i, item := range h.Items {
+		for i, js := range h.Items {
 			o := origin
 			o.Item = i + 1
-			out = append(out, d.decodeObject(o, item)...)
+			out = append(out, d.decodeObject(o, js, item)...)
 		}
 		return out
 	}
@@ -232,6 +281,8 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte) []Object {
 		d.report(origin, obj.Ref(), field, "%s", msg)
 		return nil
 	}
+	refuse := !d.Lenient && RefusesUnknownFields(h.Kind)
+	refused := false
 	for _, s := range strict {
 		path := s.Error()
 		var fe kjson.FieldError
@@ -243,9 +294,17 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte) []Object {
 				Message: "duplicate field: the last value wins"})
 			continue
 		}
+		if refuse {
+			d.report(origin, obj.Ref(), path, "%s", UnknownFieldRefused)
+			refused = true
+			continue
+		}
 		obj.Unknown = append(obj.Unknown, path)
 		d.Diags = append(d.Diags, diag.Diagnostic{Severity: diag.Warning, Origin: origin, Object: obj.Ref(), Field: path,
 			Message: "unknown field, ignored (the API server would drop it)"})
+	}
+	if refused {
+		return nil
 	}
 	obj.Value = value
 	return []Object{obj}

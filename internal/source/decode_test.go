@@ -148,6 +148,41 @@ func TestDecode(t *testing.T) {
 			},
 		},
 		{
+			// As the API server returns them (kubectl get pods -o yaml):
+			// the items carry no apiVersion and kind.
+			name: "typed lists: the items' kind and apiVersion come from the list",
+			in: "apiVersion: v1\nkind: NamespaceList\nitems: [{metadata: {name: x}}]\n---\n" +
+				"apiVersion: v1\nkind: PodList\nmetadata: {resourceVersion: \"7\"}\nitems:\n- {metadata: {name: a, namespace: x}}\n- {metadata: {name: b, namespace: x}}\n---\n" +
+				"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicyList\nitems: [{metadata: {name: p, namespace: x}, spec: {podSelector: {}}}]\n---\n" +
+				"apiVersion: apps/v1\nkind: DeploymentList\nitems: [{metadata: {name: d, namespace: x}, spec: {selector: {}, template: {spec: {containers: []}}}}]\n---\n" +
+				"apiVersion: policy.networking.k8s.io/v1alpha1\nkind: AdminNetworkPolicyList\nitems: [{metadata: {name: a}, spec: " + v017Peers + "}]\n---\n" +
+				"apiVersion: policy.networking.k8s.io/v1alpha1\nkind: BaselineAdminNetworkPolicyList\nitems: [{metadata: {name: default}, spec: {subject: {namespaces: {}}}}]\n---\n" +
+				"apiVersion: policy.networking.k8s.io/v1alpha2\nkind: ClusterNetworkPolicyList\nitems: [{metadata: {name: c}, spec: {tier: Admin, priority: 3, subject: {namespaces: {}}}}]\n",
+			objs: []wantObj{
+				{Kind: "Namespace", Name: "x", Type: typeNamespace, Origin: at(1, 1)},
+				{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: at(2, 1)},
+				{Kind: "Pod", Namespace: "x", Name: "b", Type: typePod, Origin: at(2, 2)},
+				{Kind: "NetworkPolicy", Namespace: "x", Name: "p", Type: typeNP, Origin: at(3, 1)},
+				{Kind: "Deployment", Namespace: "x", Name: "d", Type: typeDeploy, Origin: at(4, 1)},
+				{Kind: "AdminNetworkPolicy", Name: "a", Type: typeANP, Origin: at(5, 1)},
+				{Kind: "BaselineAdminNetworkPolicy", Name: "default", Type: typeBANP, Origin: at(6, 1)},
+				{Kind: "ClusterNetworkPolicy", Name: "c", Type: typeCNP, Origin: at(7, 1)},
+			},
+		},
+		{
+			name: "typed list: an item's own kind and apiVersion win",
+			in:   "apiVersion: v1\nkind: PodList\nitems: [{apiVersion: v1, kind: Namespace, metadata: {name: x}}, {metadata: {name: a, namespace: x}}]\n",
+			objs: []wantObj{
+				{Kind: "Namespace", Name: "x", Type: typeNamespace, Origin: at(0, 1)},
+				{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: at(0, 2)},
+			},
+		},
+		{
+			name:  "kind List: items need their own kind",
+			in:    "apiVersion: v1\nkind: List\nitems: [{metadata: {name: a, namespace: x}}]\n",
+			diags: []wantDiag{{diag.Error, "", "apiVersion and kind are required"}},
+		},
+		{
 			name: "List in a multi-document stream, bad item keeps its item number",
 			in: "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n---\n" +
 				"apiVersion: v1\nkind: PodList\nitems:\n" +
@@ -228,14 +263,58 @@ func TestDecode(t *testing.T) {
 			diags: []wantDiag{{diag.Warning, "spec.ingress[0].from[0].podSelectr", "unknown field"}},
 		},
 		{
-			name: "two unknown fields",
+			// kubectl's strict field validation refuses them; read without
+			// them, a misspelt field widens a rule (issue 15).
+			name: "unknown fields in an admin policy are errors",
+			in:   anp("{priority: 1, subject: {namespaces: {}}, colour: red, ingress: [{action: Allow, from: [{namespaces: {}, tenants: {}}]}]}"),
+			diags: []wantDiag{
+				{diag.Error, "spec.colour", "unknown field"},
+				{diag.Error, "spec.ingress[0].from[0].tenants", "unknown field"},
+			},
+		},
+		{
+			name: "lenient: unknown fields in an admin policy are dropped with a warning, and recorded",
+			opts: source.Options{Lenient: true},
 			in:   anp("{priority: 1, subject: {namespaces: {}}, colour: red, ingress: [{action: Allow, from: [{namespaces: {}, tenants: {}}]}]}"),
 			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeANP, Origin: at(0, 0),
 				Unknown: []string{"spec.colour", "spec.ingress[0].from[0].tenants"}}},
 			diags: []wantDiag{
-				{diag.Warning, "spec.colour", "unknown field"},
-				{diag.Warning, "spec.ingress[0].from[0].tenants", "unknown field"},
+				{diag.Warning, "spec.colour", "unknown field, ignored"},
+				{diag.Warning, "spec.ingress[0].from[0].tenants", "unknown field, ignored"},
 			},
+		},
+		{
+			name: "lenient, ANP shape forced to KEP: a v0.1.7 field is dropped",
+			opts: source.Options{ANPShape: source.ShapeKEP, Lenient: true},
+			in:   anp(v017Peers),
+			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeKEPANP, Origin: at(0, 0),
+				Unknown: []string{"spec.ingress[0].from[0].namespaces.matchLabels"}}},
+			diags: []wantDiag{{diag.Warning, "spec.ingress[0].from[0].namespaces.matchLabels", "unknown field, ignored"}},
+		},
+		{
+			name:  "ANP: port instead of ports",
+			in:    anp("{priority: 1, subject: {namespaces: {}}, egress: [{action: Allow, to: [{networks: [198.18.0.0/15]}], port: [{portNumber: {port: 53, protocol: UDP}}]}]}"),
+			diags: []wantDiag{{diag.Error, "spec.egress[0].port", "unknown field"}},
+		},
+		{
+			name: "BANP: port instead of ports",
+			in: "apiVersion: policy.networking.k8s.io/v1alpha1\nkind: BaselineAdminNetworkPolicy\nmetadata: {name: default}\n" +
+				"spec: {subject: {namespaces: {}}, ingress: [{action: Allow, from: [{namespaces: {}}], port: [{portNumber: {port: 80, protocol: TCP}}]}]}\n",
+			diags: []wantDiag{{diag.Error, "spec.ingress[0].port", "unknown field"}},
+		},
+		{
+			name: "CNP: protocol instead of protocols",
+			in: "apiVersion: policy.networking.k8s.io/v1alpha2\nkind: ClusterNetworkPolicy\nmetadata: {name: c}\n" +
+				"spec: {tier: Admin, priority: 3, subject: {namespaces: {}}, ingress: [{action: Accept, from: [{namespaces: {}}], protocol: [{tcp: {destinationPort: {number: 80}}}]}]}\n",
+			diags: []wantDiag{{diag.Error, "spec.ingress[0].protocol", "unknown field"}},
+		},
+		{
+			name: "an unknown field of an admin policy in a list names the item",
+			in: "apiVersion: policy.networking.k8s.io/v1alpha1\nkind: AdminNetworkPolicyList\nitems:\n" +
+				"- {metadata: {name: ok}, spec: {priority: 1, subject: {namespaces: {}}}}\n" +
+				"- {metadata: {name: bad}, spec: {priority: 2, subject: {namespaces: {}}, egress: [{action: Allow, to: [{namespaces: {}}], port: []}]}}\n",
+			objs:  []wantObj{{Kind: "AdminNetworkPolicy", Name: "ok", Type: typeANP, Origin: at(0, 1)}},
+			diags: []wantDiag{{diag.Error, "spec.egress[0].port", "unknown field"}},
 		},
 		{
 			name:  "type error names the field",
@@ -318,20 +397,16 @@ func TestDecode(t *testing.T) {
 			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeKEPANP, Origin: at(0, 0)}},
 		},
 		{
-			name: "ANP shape forced to KEP: a v0.1.7 field becomes unknown",
-			opts: source.Options{ANPShape: source.ShapeKEP},
-			in:   anp(v017Peers),
-			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeKEPANP, Origin: at(0, 0),
-				Unknown: []string{"spec.ingress[0].from[0].namespaces.matchLabels"}}},
-			diags: []wantDiag{{diag.Warning, "spec.ingress[0].from[0].namespaces.matchLabels", "unknown field"}},
+			name:  "ANP shape forced to KEP: a v0.1.7 field is unknown",
+			opts:  source.Options{ANPShape: source.ShapeKEP},
+			in:    anp(v017Peers),
+			diags: []wantDiag{{diag.Error, "spec.ingress[0].from[0].namespaces.matchLabels", "unknown field"}},
 		},
 		{
-			name: "ANP shape forced to v0.1.7",
-			opts: source.Options{ANPShape: source.ShapeV017},
-			in:   anp(kepPeers),
-			objs: []wantObj{{Kind: "AdminNetworkPolicy", Name: "a", Type: typeANP, Origin: at(0, 0),
-				Unknown: []string{"spec.ingress[0].from[0].namespaces.sameLabels"}}},
-			diags: []wantDiag{{diag.Warning, "spec.ingress[0].from[0].namespaces.sameLabels", "unknown field"}},
+			name:  "ANP shape forced to v0.1.7: a KEP field is unknown",
+			opts:  source.Options{ANPShape: source.ShapeV017},
+			in:    anp(kepPeers),
+			diags: []wantDiag{{diag.Error, "spec.ingress[0].from[0].namespaces.sameLabels", "unknown field"}},
 		},
 		{
 			name: "BANP in both shapes",
@@ -349,6 +424,11 @@ func TestDecode(t *testing.T) {
 			in: "apiVersion: policy.networking.k8s.io/v1alpha2\nkind: ClusterNetworkPolicy\nmetadata: {name: c}\n" +
 				"spec: {tier: Admin, priority: 3, subject: {namespaces: {}}, ingress: [{action: Accept, from: [{namespaces: {}}], protocols: [{tcp: {destinationPort: {number: 80}}}]}]}\n",
 			objs: []wantObj{{Kind: "ClusterNetworkPolicy", Name: "c", Type: typeCNP, Origin: at(0, 0)}},
+		},
+		{
+			name: "ReplicationController",
+			in:   "apiVersion: v1\nkind: ReplicationController\nmetadata: {name: rc, namespace: x}\nspec: {replicas: 2, selector: {app: rc}, template: {metadata: {labels: {app: rc}}, spec: {containers: []}}}\n",
+			objs: []wantObj{{Kind: "ReplicationController", Namespace: "x", Name: "rc", Type: "*v1.ReplicationController", Origin: at(0, 0)}},
 		},
 		{
 			name: "extensions/v1beta1 NetworkPolicy",
@@ -416,6 +496,49 @@ func TestDecodeOrigins(t *testing.T) {
 	}
 	if got, want := dec.Diags[0].String(), "o.yaml (document 2): Pod x/b: spec.priority: "; !strings.HasPrefix(got, want) {
 		t.Errorf("String() = %q, want prefix %q", got, want)
+	}
+}
+
+// TestDecodeListItemErrors: a finding about a list item names the item, as
+// items[i] (its path in the document), also when the file holds one
+// document.
+func TestDecodeListItemErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want []string // Diagnostic.String() of every finding
+	}{
+		{
+			name: "PodList from the API server, one document",
+			in: "apiVersion: v1\nkind: PodList\nitems:\n" +
+				"- {metadata: {name: a, namespace: x}}\n- {metadata: {name: b, namespace: x}}\n- {metadata: {name: c, namespace: x}}\n" +
+				"- {metadata: {name: d, namespace: x}, spec: {priority: high}}\n",
+			want: []string{"l.yaml (items[3]): Pod x/d: spec.priority: wrong type: got string, want int32"},
+		},
+		{
+			name: "NetworkPolicyList in the second document",
+			in: "apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n---\n" +
+				"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicyList\nitems: [{metadata: {name: p, namespace: x}, spec: {podSelector: {}, ingress: [{ports: [{endPort: eighty}]}]}}]\n",
+			want: []string{"l.yaml (document 2, items[0]): NetworkPolicy x/p: spec.ingress.ports.endPort: wrong type: got string, want int32"},
+		},
+		{
+			name: "kind List without item kinds",
+			in:   "apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: Namespace, metadata: {name: x}}, {metadata: {name: a, namespace: x}}]\n",
+			want: []string{"l.yaml (items[1]): not a Kubernetes object: apiVersion and kind are required"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dec := &source.Decoder{}
+			dec.Decode("l.yaml", []byte(c.in))
+			var got []string
+			for _, d := range dec.Diags {
+				got = append(got, d.String())
+			}
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("got findings\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(c.want, "\n  "))
+			}
+		})
 	}
 }
 

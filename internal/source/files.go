@@ -3,6 +3,7 @@ package source
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,8 +14,9 @@ import (
 )
 
 // Load reads every path: a file, a directory (recursively: *.yaml, *.yml and
-// *.json, in lexical order), or "-" for stdin. I/O failures are returned as an
-// error; problems with the content are collected in d.Diags.
+// *.json, in lexical order), or "-" for stdin. I/O failures (a path that does
+// not exist) are returned as an error naming the path; problems with the
+// content are collected in d.Diags.
 func (d *Decoder) Load(paths []string, stdin io.Reader) ([]Object, error) {
 	var out []Object
 	for _, p := range paths {
@@ -45,6 +47,12 @@ func (d *Decoder) Load(paths []string, stdin io.Reader) ([]Object, error) {
 func expand(p string) ([]string, error) {
 	info, err := os.Stat(p)
 	if err != nil {
+		// "nope.yaml: no such file or directory", without the "stat" of
+		// the system call: the person typed a path, not a call.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s: %w", p, pe.Err)
+		}
 		return nil, err
 	}
 	if !info.IsDir() {

@@ -27,6 +27,7 @@ var fuzzSeeds = []string{
 	"apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s, namespace: x}\nspec: {replicas: 2, selector: {}, template: {spec: {containers: []}}}\n",
 	"apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: ds, namespace: x}\nspec: {selector: {}, template: {spec: {hostNetwork: true, containers: []}}}\n",
 	"apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs, namespace: x}\nspec: {replicas: 1, selector: {}, template: {spec: {containers: []}}}\n",
+	"apiVersion: v1\nkind: ReplicationController\nmetadata: {name: rc, namespace: x}\nspec: {replicas: 2, selector: {app: rc}, template: {metadata: {labels: {app: rc}}, spec: {containers: [{name: c, ports: [{containerPort: 80}]}]}}}\n",
 	"apiVersion: batch/v1\nkind: Job\nmetadata: {name: j, namespace: x}\nspec: {template: {spec: {containers: []}}}\n",
 	"apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: cj, namespace: x}\nspec: {schedule: '* * * * *', jobTemplate: {spec: {template: {spec: {containers: []}}}}}\n",
 	"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec: {podSelector: {}, policyTypes: [Ingress, Egress], ingress: [{from: [{ipBlock: {cidr: 198.18.0.0/16, except: [198.18.1.0/24]}}, {namespaceSelector: {matchExpressions: [{key: team, operator: In, values: [red]}]}, podSelector: {}}], ports: [{port: 80, endPort: 90}, {port: http}]}], egress: [{}]}\n",
@@ -42,6 +43,7 @@ var fuzzSeeds = []string{
 	"---\n---\nkind: x\n",
 	"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: y}\n",
 	"apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: List, items: [{}]}]\n",
+	"apiVersion: v1\nkind: PodList\nitems: [{metadata: {name: a, namespace: x}}, {kind: Namespace, metadata: {name: x}}]\n",
 }
 
 // exampleSeeds returns every manifest under the repository's examples (if
@@ -87,9 +89,12 @@ func FuzzDecode(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		// The same bytes under both readings of the admin policies.
-		for _, shape := range []source.ANPShape{source.ShapeAuto, source.ShapeKEP} {
-			dec := &source.Decoder{Options: source.Options{ANPShape: shape}}
+		// The same bytes under both readings of the admin policies, and
+		// leniently, so that policies without their unknown fields (the
+		// fail-closed peers) go through the engine too.
+		for _, opts := range []source.Options{{ANPShape: source.ShapeAuto}, {ANPShape: source.ShapeKEP, Lenient: true}} {
+			shape := opts.ANPShape
+			dec := &source.Decoder{Options: opts}
 			objs := dec.Decode("fuzz.yaml", bytes.Clone(data))
 			for _, o := range objs {
 				if o.Kind == "" || o.Name == "" || o.Value == nil {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sort"
 	"strconv"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -59,6 +60,8 @@ func Build(objects []source.Object, opts Options) (*Cluster, diag.List) {
 			b.addDeployment(o, v)
 		case *appsv1.ReplicaSet:
 			b.addReplicas(o, v.Namespace, v.Name, "ReplicaSet", replicas(v.Spec.Replicas), &v.Spec.Template, nil)
+		case *corev1.ReplicationController:
+			b.addReplicationController(o, v)
 		case *appsv1.StatefulSet:
 			b.addStatefulSet(o, v)
 		case *appsv1.DaemonSet:
@@ -75,6 +78,7 @@ func Build(objects []source.Object, opts Options) (*Cluster, diag.List) {
 			b.c.Policies = append(b.c.Policies, o)
 		}
 	}
+	b.reportFinished()
 	b.placePods()
 	b.assignAddresses()
 	b.c.index()
@@ -86,6 +90,33 @@ type builder struct {
 	c     *Cluster
 	diags diag.List
 	seen  map[string]diag.Origin // "Kind ns/name" -> first origin, to catch duplicates
+	// finished are the pods in phase Succeeded or Failed, left out.
+	finished []string
+}
+
+// finishedNamed is how many finished pods the finding names: a cluster
+// can hold thousands of completed Job pods.
+const finishedNamed = 5
+
+// reportFinished says, in one finding, which pods left the model because
+// they finished: a finished pod holds no IP address in a cluster, so no
+// policy applies to it, but a manifest that lists it should not lose it
+// without a word.
+func (b *builder) reportFinished() {
+	n := len(b.finished)
+	if n == 0 {
+		return
+	}
+	sort.Strings(b.finished)
+	names := strings.Join(b.finished[:min(n, finishedNamed)], ", ")
+	if n > finishedNamed {
+		names += fmt.Sprintf(" and %d more", n-finishedNamed)
+	}
+	msg := fmt.Sprintf("%d pods in phase Succeeded or Failed left out, as they hold no IP address: %s", n, names)
+	if n == 1 {
+		msg = "1 pod in phase Succeeded or Failed left out, as it holds no IP address: " + names
+	}
+	b.diags = append(b.diags, diag.Diagnostic{Severity: diag.Warning, Message: msg})
 }
 
 func defaultNS(ns string) string {
@@ -189,8 +220,9 @@ func (b *builder) addPod(o source.Object, podLabels map[string]string, namespace
 	if b.duplicate(o, "Pod "+ns.Name+"/"+name) {
 		return
 	}
-	if status != nil && (status.Phase == corev1.PodSucceeded || status.Phase == corev1.PodFailed) {
-		return // finished pods have no network
+	if status != nil && finished(status) {
+		b.finished = append(b.finished, ns.Name+"/"+name)
+		return
 	}
 	p := &Pod{Namespace: ns, Name: name, Labels: labels.Set{}, Node: spec.NodeName, HostNetwork: spec.HostNetwork, Owner: owner, Origin: o.Origin}
 	for k, v := range podLabels {
@@ -241,6 +273,16 @@ func (b *builder) addDeployment(o source.Object, v *appsv1.Deployment) {
 	hash := podTemplateHash(v.Namespace + "/" + v.Name)
 	extra := map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: hash}
 	b.addReplicas(o, v.Namespace, v.Name+"-"+hash, "Deployment", replicas(v.Spec.Replicas), &v.Spec.Template, extra)
+}
+
+// addReplicationController adds the pods of the ReplicationController: named
+// <controller>-<suffix>, with the template's labels, as a ReplicaSet's.
+func (b *builder) addReplicationController(o source.Object, v *corev1.ReplicationController) {
+	if v.Spec.Template == nil { // a pointer here, unlike the apps/v1 workloads
+		o.Reporter(&b.diags).Errorf("spec.template", "Required value")
+		return
+	}
+	b.addReplicas(o, v.Namespace, v.Name, "ReplicationController", replicas(v.Spec.Replicas), v.Spec.Template, nil)
 }
 
 func (b *builder) addStatefulSet(o source.Object, v *appsv1.StatefulSet) {
@@ -362,7 +404,7 @@ func (b *builder) placePods() {
 // isWorkload reports whether v is a workload that stands for its pods.
 func isWorkload(v any) bool {
 	switch v.(type) {
-	case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *appsv1.DaemonSet, *batchv1.Job, *batchv1.CronJob:
+	case *appsv1.Deployment, *appsv1.ReplicaSet, *corev1.ReplicationController, *appsv1.StatefulSet, *appsv1.DaemonSet, *batchv1.Job, *batchv1.CronJob:
 		return true
 	}
 	return false

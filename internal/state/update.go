@@ -186,22 +186,21 @@ func (e *podEdits) replace(p *Pod) {
 }
 
 // deleted records the deletion of the object v; false if it is not a pod,
-// or one with findings.
+// a finished one, or one with findings.
 func (b *Builder) deleted(e *podEdits, v any) bool {
 	pod, ok := v.(*corev1.Pod)
 	if !ok {
 		return false
 	}
-	key := defaultNS(pod.Namespace) + "/" + pod.Name
-	if b.lastFlagged[source.Object{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}.Ref()] {
+	// A finished pod was never in the snapshot, but the finding that counts
+	// finished pods changes: build anew.
+	if finished(&pod.Status) || b.lastFlagged[source.Object{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name}.Ref()] {
 		return false
 	}
-	if b.last.Pod(key) != nil { // finished pods were never in the snapshot
-		if e.deleted == nil {
-			e.deleted = map[string]bool{}
-		}
-		e.deleted[key] = true
+	if e.deleted == nil {
+		e.deleted = map[string]bool{}
 	}
+	e.deleted[defaultNS(pod.Namespace)+"/"+pod.Name] = true
 	return true
 }
 

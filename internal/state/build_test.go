@@ -1,0 +1,156 @@
+package state_test
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/netpol/netpol/internal/diag"
+	"github.com/netpol/netpol/internal/source"
+	"github.com/netpol/netpol/internal/state"
+)
+
+// inPhase returns the pod of pod() in phase.
+func inPhase(o source.Object, phase corev1.PodPhase) source.Object {
+	o.Value.(*corev1.Pod).Status.Phase = phase
+	return o
+}
+
+func podKeys(c *state.Cluster) string {
+	var keys []string
+	for _, p := range c.Pods {
+		keys = append(keys, p.Key())
+	}
+	return strings.Join(keys, " ")
+}
+
+func diagLines(l diag.List) string {
+	var lines []string
+	for _, d := range l {
+		lines = append(lines, d.Severity.String()+": "+d.String())
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestFinishedPodsLeaveWithOneFinding: pods in phase Succeeded or Failed hold
+// no address in a cluster, so they leave the model, and one finding says how
+// many did (not one each, and not silently).
+func TestFinishedPodsLeaveWithOneFinding(t *testing.T) {
+	objs := []source.Object{
+		namespace("x"),
+		inPhase(pod("x", "job-b", "job", "198.18.0.2"), corev1.PodSucceeded),
+		inPhase(pod("x", "job-a", "job", "198.18.0.1"), corev1.PodSucceeded),
+		inPhase(pod("x", "run", "web", "198.18.0.3"), corev1.PodRunning),
+		inPhase(pod("x", "crashed", "web", "198.18.0.4"), corev1.PodFailed),
+		pod("x", "web", "web", "198.18.0.5"),
+	}
+	c, diags := state.Build(objs, state.Options{})
+	if got, want := podKeys(c), "x/run x/web"; got != want {
+		t.Errorf("pods %q, want %q", got, want)
+	}
+	want := "warning: 3 pods in phase Succeeded or Failed left out, as they hold no IP address: x/crashed, x/job-a, x/job-b"
+	if got := diagLines(diags); got != want {
+		t.Errorf("findings:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestBuilderCountsFinishedPods: the incremental builder's finding follows
+// the finished pods as they go.
+func TestBuilderCountsFinishedPods(t *testing.T) {
+	objs := []source.Object{ // in key order, as the kube mirror gives them
+		namespace("x"),
+		inPhase(pod("x", "a", "job", "198.18.0.1"), corev1.PodSucceeded),
+		inPhase(pod("x", "b", "job", "198.18.0.2"), corev1.PodFailed),
+		pod("x", "c", "web", "198.18.0.3"),
+	}
+	var b state.Builder
+	for _, step := range []struct {
+		objs []source.Object
+		want string
+	}{
+		{objs, "warning: 2 pods in phase Succeeded or Failed left out, as they hold no IP address: x/a, x/b"},
+		{[]source.Object{objs[0], objs[2], objs[3]}, "warning: 1 pod in phase Succeeded or Failed left out, as it holds no IP address: x/b"},
+		{[]source.Object{objs[0], objs[3]}, ""},
+	} {
+		c, diags := b.Build(step.objs)
+		if got := podKeys(c); got != "x/c" {
+			t.Errorf("pods %q, want x/c", got)
+		}
+		if got := diagLines(diags); got != step.want {
+			t.Errorf("findings:\n%s\nwant:\n%s", got, step.want)
+		}
+	}
+}
+
+// TestFinishedPodsFindingNamesFive: completed Job pods can be thousands;
+// the finding names five and counts the rest.
+func TestFinishedPodsFindingNamesFive(t *testing.T) {
+	objs := []source.Object{namespace("x")}
+	for _, name := range []string{"g", "f", "e", "d", "c", "b", "a"} {
+		objs = append(objs, inPhase(pod("x", name, "job", ""), corev1.PodSucceeded))
+	}
+	_, diags := state.Build(objs, state.Options{})
+	want := "warning: 7 pods in phase Succeeded or Failed left out, as they hold no IP address: x/a, x/b, x/c, x/d, x/e and 2 more"
+	if got := diagLines(diags); got != want {
+		t.Errorf("findings:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestReplicationControllerStandsForItsPods: a ReplicationController
+// (core/v1) makes the pods of its template, as a ReplicaSet does.
+func TestReplicationControllerStandsForItsPods(t *testing.T) {
+	const in = `apiVersion: v1
+kind: ReplicationController
+metadata: {name: legacy, namespace: x}
+spec:
+  replicas: 2
+  selector: {app: legacy}
+  template:
+    metadata: {labels: {app: legacy}}
+    spec: {containers: [{name: c, ports: [{name: http, containerPort: 8080}]}]}
+---
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: one, namespace: x}
+spec: {template: {metadata: {labels: {app: one}}, spec: {containers: [{name: c}]}}}
+`
+	dec := &source.Decoder{}
+	objs := dec.Decode("rc.yaml", []byte(in))
+	c, diags := state.Build(objs, state.Options{})
+	if all := append(dec.Diags, diags...); len(all) > 0 {
+		t.Fatalf("findings:\n%s", diagLines(all))
+	}
+	type podWant struct{ prefix, owner, app, ports string }
+	want := []podWant{
+		{"legacy-", "ReplicationController legacy", "legacy", "http=8080/tcp"},
+		{"legacy-", "ReplicationController legacy", "legacy", "http=8080/tcp"},
+		{"one-", "ReplicationController one", "one", ""}, // replicas defaults to 1
+	}
+	if len(c.Pods) != len(want) {
+		t.Fatalf("pods %q, want %d", podKeys(c), len(want))
+	}
+	for i, w := range want {
+		p := c.Pods[i]
+		var ports []string
+		for _, cp := range p.Ports {
+			ports = append(ports, cp.Name+"="+cp.Port.String())
+		}
+		// The name is <controller>-<5 characters>, as the controller names them.
+		if !strings.HasPrefix(p.Name, w.prefix) || len(p.Name) != len(w.prefix)+5 || p.Namespace.Name != "x" ||
+			p.Owner != w.owner || p.Labels["app"] != w.app || strings.Join(ports, ",") != w.ports || len(p.IPs) == 0 {
+			t.Errorf("pod %d: %s owner %q app=%s ports %q IPs %v; want %s<5 characters> in x, owner %q, app=%s, ports %q, an address",
+				i, p.Key(), p.Owner, p.Labels["app"], ports, p.IPs, w.prefix, w.owner, w.app, w.ports)
+		}
+	}
+}
+
+func TestReplicationControllerWithoutTemplate(t *testing.T) {
+	dec := &source.Decoder{}
+	objs := dec.Decode("rc.yaml", []byte("apiVersion: v1\nkind: ReplicationController\nmetadata: {name: bare, namespace: x}\nspec: {replicas: 3}\n"))
+	c, diags := state.Build(objs, state.Options{})
+	want := "error: rc.yaml: ReplicationController x/bare: spec.template: Required value"
+	if got := diagLines(append(dec.Diags, diags...)); got != want || len(c.Pods) != 0 {
+		t.Errorf("pods %q, findings:\n%s\nwant no pods and:\n%s", podKeys(c), got, want)
+	}
+}
