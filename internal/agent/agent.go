@@ -133,6 +133,7 @@ type Agent struct {
 	// was last rewritten whole.
 	generation uint32
 	lastResync time.Time
+	lastVerify time.Time
 }
 
 type outcome struct {
@@ -203,6 +204,13 @@ func backoff(interval time.Duration, n int) time.Duration {
 	return min(d, maxBackoff)
 }
 
+// verifySpacing is the least time between two verifications of the table:
+// on a node where another writer (kube-proxy) changes the ruleset all the
+// time, each verification reads the table through nft (~235 ms at 100
+// pods and 77k set elements; BENCHMARKS.md), so a repair may wait this
+// long, and the agent spends at most a quarter of a core on it.
+const verifySpacing = time.Second
+
 // CheckKernel repairs the table when someone else changed it: when the
 // nftables generation moved past the agent's own last write and the table
 // no longer holds what was programmed, or when a full resync is due, the
@@ -221,9 +229,10 @@ func (a *Agent) CheckKernel(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("reading the nftables generation: %w", err)
 		}
-		if gen == a.generation {
-			return nil
+		if gen == a.generation || time.Since(a.lastVerify) < verifySpacing {
+			return nil // unchanged, or verified a moment ago: next turn
 		}
+		a.lastVerify = time.Now()
 		drift, err := a.renderer.Verify(ctx)
 		if err != nil {
 			return fmt.Errorf("verifying the nftables table: %w", err)
