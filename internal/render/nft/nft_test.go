@@ -2,6 +2,7 @@ package nft_test
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"slices"
 	"sort"
@@ -330,6 +331,70 @@ func TestNeedsDeleteLater(t *testing.T) {
 	} {
 		if got := nft.NeedsDeleteLater(release); got != want {
 			t.Errorf("NeedsDeleteLater(%q) = %v, want %v", release, got, want)
+		}
+	}
+}
+
+// failingNft refuses transactions while fail is set.
+type failingNft struct {
+	*knftables.Fake
+	fail bool
+}
+
+func (f *failingNft) Run(ctx context.Context, tx *knftables.Transaction) error {
+	if f.fail {
+		return errors.New("injected: refused")
+	}
+	return f.Fake.Run(ctx, tx)
+}
+
+// failingSink refuses element batches while fail is set.
+type failingSink struct{ fail bool }
+
+func (s *failingSink) Write([]dataplane.Element, dataplane.Unused) error {
+	if s.fail {
+		return errors.New("injected: batch refused")
+	}
+	return nil
+}
+
+// TestSyncRecoversAfterFailures: after a refused nft run, and after a
+// refused netlink batch (the adds of its phase applied, the batch not),
+// the next sync reconciles with what the kernel holds and leaves exactly
+// the table that a sync from scratch makes.
+func TestSyncRecoversAfterFailures(t *testing.T) {
+	ctx := context.Background()
+	first := compileYAML(t, cluster)
+	next := compileYAML(t, strings.Replace(cluster, ", {ipBlock: {cidr: 198.18.2.0/24, except: [198.18.2.128/25]}}", "", 1))
+	scratch := knftables.NewFake(knftables.InetFamily, nft.TableName)
+	if _, err := nft.New(scratch).Sync(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		fail func(nf *failingNft, sink *failingSink)
+	}{
+		{"nft run refused", func(nf *failingNft, _ *failingSink) { nf.fail = true }},
+		{"netlink batch refused", func(_ *failingNft, sink *failingSink) { sink.fail = true }},
+	} {
+		nf := &failingNft{Fake: knftables.NewFake(knftables.InetFamily, nft.TableName)}
+		sink := &failingSink{}
+		r := nft.New(nf)
+		r.WriteElementsWith(sink)
+		if _, err := r.Sync(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		c.fail(nf, sink)
+		if _, err := r.Sync(ctx, next); err == nil {
+			t.Fatalf("%s: the sync succeeded", c.name)
+		}
+		nf.fail, sink.fail = false, false
+		st, err := r.Sync(ctx, next)
+		if err != nil || !st.Full {
+			t.Fatalf("%s: the sync after: %+v %v, want a full reconcile", c.name, st, err)
+		}
+		if got, want := nf.Dump(), scratch.Dump(); got != want {
+			t.Errorf("%s: the table after recovery differs from a sync from scratch:\n%s\nwant\n%s", c.name, got, want)
 		}
 	}
 }
