@@ -5,12 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"sigs.k8s.io/knftables"
 
 	"github.com/netpol/netpol/internal/agent"
 	"github.com/netpol/netpol/internal/dataplane"
-	"github.com/netpol/netpol/internal/netnstest"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/synth"
 )
@@ -31,13 +29,7 @@ func BenchmarkDriftRestore(b *testing.B) {
 	size := synth.Size10k
 	size.Nodes = 100
 	in := &sliceInput{objs: synth.Cluster(size)}
-	netnstest.Run(b, func() {
-		iface, err := knftables.New(knftables.InetFamily, nft.TableName)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r := nft.New(iface)
-		r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
+	inKernel(b, func(r *nft.Renderer, iface knftables.Interface) {
 		a := agent.New(agent.Config{Node: synth.NodeName(0), Input: in, Generation: dataplane.Generation}, r, nil)
 		ctx := context.Background()
 		if err := a.Pass(ctx); err != nil {

@@ -8,13 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"sigs.k8s.io/knftables"
 	"sigs.k8s.io/yaml"
 
 	"github.com/netpol/netpol/internal/agent"
-	"github.com/netpol/netpol/internal/dataplane"
-	"github.com/netpol/netpol/internal/netnstest"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/synth"
 )
@@ -59,13 +56,7 @@ func BenchmarkFileRelabel(b *testing.B) {
 	}
 	write()
 	b.ReportMetric(float64(len(bytes.Join(docs, []byte("---\n"))))/1e6, "file-MB")
-	netnstest.Run(b, func() {
-		iface, err := knftables.New(knftables.InetFamily, nft.TableName)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r := nft.New(iface)
-		r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
+	inKernel(b, func(r *nft.Renderer, _ knftables.Interface) {
 		a := agent.New(agent.Config{Node: node, Input: &agent.Files{Paths: []string{dir}}}, r, nil)
 		ctx := context.Background()
 		if err := a.Pass(ctx); err != nil {

@@ -55,6 +55,20 @@ func changed(objs []source.Object, node string) (*corev1.Pod, *networkingv1.Netw
 	return pod, np
 }
 
+// inKernel calls fn with a renderer over the real kernel, nft and netlink,
+// in a network namespace of its own (iface is its nft).
+func inKernel(b *testing.B, fn func(r *nft.Renderer, iface knftables.Interface)) {
+	netnstest.Run(b, func() {
+		iface, err := knftables.New(knftables.InetFamily, nft.TableName)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := nft.New(iface)
+		r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
+		fn(r, iface)
+	})
+}
+
 func byKey(a, b source.Object) int {
 	return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 }
@@ -80,13 +94,7 @@ func BenchmarkPass(b *testing.B) {
 	podAt := slices.IndexFunc(objs, func(o source.Object) bool { return o.Value == any(pod) })
 	npAt := slices.IndexFunc(objs, func(o source.Object) bool { return o.Value == any(np) })
 	in := &sliceInput{objs: objs}
-	netnstest.Run(b, func() {
-		iface, err := knftables.New(knftables.InetFamily, nft.TableName)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r := nft.New(iface)
-		r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
+	inKernel(b, func(r *nft.Renderer, _ knftables.Interface) {
 		a := agent.New(agent.Config{Node: node, Input: in, Pipeline: pipeline.Options{SkipInvalid: true}}, r, nil)
 		ctx := context.Background()
 		if err := a.Pass(ctx); err != nil {
