@@ -1,0 +1,63 @@
+package kube
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/netpol/netpol/internal/source"
+)
+
+// TestMirrorTellsChangesFromNoOps: updates of what policy ignores (the
+// resource version, managed fields, an admin policy's status that the
+// agents themselves write) are no change: no new version, the same
+// values; a label is a change.
+func TestMirrorTellsChangesFromNoOps(t *testing.T) {
+	m := newMirror(source.Options{})
+	podTM := metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "x", Labels: map[string]string{"app": "web"}, ResourceVersion: "1"}}
+	anp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "policy.networking.k8s.io/v1alpha1", "kind": "AdminNetworkPolicy",
+		"metadata": map[string]any{"name": "a", "resourceVersion": "1"},
+		"spec":     map[string]any{"priority": int64(10), "subject": map[string]any{"namespaces": map[string]any{}}},
+	}}
+	if !m.set(pod.DeepCopy(), podTM) || !m.set(anp.DeepCopy(), metav1.TypeMeta{}) {
+		t.Fatal("the first sight of an object is no change")
+	}
+	objs, _, version := m.snapshot()
+	if len(objs) != 2 {
+		t.Fatalf("%d objects, want 2", len(objs))
+	}
+
+	noop := pod.DeepCopy()
+	noop.ResourceVersion = "2"
+	noop.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+	status := anp.DeepCopy()
+	status.Object["metadata"].(map[string]any)["resourceVersion"] = "2"
+	status.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Accepted", "status": "True"}}}
+	if m.set(noop, podTM) || m.set(status, metav1.TypeMeta{}) {
+		t.Error("a resource version, managed fields or a status counted as a change")
+	}
+	again, _, v2 := m.snapshot()
+	if v2 != version || again[0].Value != objs[0].Value || again[1].Value != objs[1].Value {
+		t.Errorf("after no-ops: version %s -> %s, values replaced: %v", version, v2, again[0].Value != objs[0].Value || again[1].Value != objs[1].Value)
+	}
+
+	relabel := pod.DeepCopy()
+	relabel.Labels["app"] = "db"
+	if !m.set(relabel, podTM) {
+		t.Fatal("a label change was not a change")
+	}
+	after, _, v3 := m.snapshot()
+	var changed *corev1.Pod
+	for _, o := range after {
+		if p, ok := o.Value.(*corev1.Pod); ok {
+			changed = p
+		}
+	}
+	if v3 == version || changed == nil || changed.Labels["app"] != "db" {
+		t.Errorf("after the relabel: version %s -> %s, pod %+v", version, v3, changed)
+	}
+}
