@@ -363,6 +363,15 @@ func (a *Agent) cut(ctx context.Context, e *engine.Engine, ir *compile.IR) int {
 		f := engine.Flow{Src: endpoint(e, c.Src.Addr()), Dst: endpoint(e, c.Dst.Addr()), Port: c.Port()}
 		return f, isLocal(f.Src, local) || isLocal(f.Dst, local)
 	}
+	if a.held == nil {
+		// A restarted agent: the kernel still holds what its predecessor
+		// cut.
+		held, err := a.renderer.Held(ctx)
+		if err != nil {
+			klog.ErrorS(err, "Listing the held connections", "node", a.cfg.Node)
+		}
+		a.remember(held)
+	}
 	var again []l4.Conn
 	for c := range a.held {
 		if f, ok := ours(c); !ok || e.Allowed(f) {

@@ -151,7 +151,7 @@ func (f *fakeConntrack) Cut(_ context.Context, keep func(l4.Conn) bool, hold fun
 // connection deletes its entry and holds it in the kernel's cut set; a
 // connection between two other nodes' pods is not judged; a pass that
 // changes nothing in the kernel does not read the table; a change that
-// allows the connection again releases it.
+// allows the connection again releases it, also after a restart.
 func TestFaultCutHoldsAndReleases(t *testing.T) {
 	dir := t.TempDir()
 	twoNodes := oneNode + `
@@ -200,8 +200,17 @@ status: {podIP: 198.18.1.3}
 	if st := a.Status(); st.Stats.Operations != 0 || ct.dumps != dumps {
 		t.Errorf("a change that programs nothing: %d operations, %d conntrack dumps; want 0 and 0", st.Stats.Operations, ct.dumps-dumps)
 	}
+	// The agent restarts, then the policy goes: the new agent learns what
+	// its predecessor held from the kernel, and releases it.
+	b := agent.New(agent.Config{Node: "node-1", Input: &agent.Files{Paths: []string{dir}}, Conntrack: ct}, nft.New(fake), nil)
+	if err := b.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := cutSet(t, fake, "cut-4"); got != "198.18.1.2 . 198.18.1.1 . udp . 5000 . 80" {
+		t.Errorf("cut-4 = %q after the restart, want the connection still held", got)
+	}
 	writeFiles(t, dir, map[string]string{"cluster.yaml": twoNodes})
-	if err := a.Pass(ctx); err != nil {
+	if err := b.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := cutSet(t, fake, "cut-4"); got != "" {

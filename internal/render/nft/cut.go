@@ -2,7 +2,10 @@ package nft
 
 import (
 	"context"
+	"errors"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/knftables"
@@ -114,4 +117,45 @@ func (r *Renderer) cutElements(ctx context.Context, conns []l4.Conn, release boo
 		}
 	}
 	return r.nft.Run(ctx, tx)
+}
+
+// Held lists the connections the cut sets hold: a restarted agent learns
+// them, to release those that a later change allows again.
+func (r *Renderer) Held(ctx context.Context) ([]l4.Conn, error) {
+	var out []l4.Conn
+	for _, set := range []string{cutSet4, cutSet6} {
+		els, err := r.nft.ListElements(ctx, "set", set)
+		if knftables.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		for _, e := range els {
+			if c, ok := parseHeld(e.Key); ok {
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
+}
+
+// parseHeld reads a cut set element's key: source, destination, protocol,
+// source port, destination port.
+func parseHeld(key []string) (l4.Conn, bool) {
+	if len(key) == 1 {
+		key = strings.Split(key[0], " . ")
+	}
+	if len(key) != 5 {
+		return l4.Conn{}, false
+	}
+	src, err1 := netip.ParseAddr(key[0])
+	dst, err2 := netip.ParseAddr(key[1])
+	proto, err3 := l4.ParseProtocol(key[2])
+	sport, err4 := strconv.ParseUint(key[3], 10, 16)
+	dport, err5 := strconv.ParseUint(key[4], 10, 16)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+		return l4.Conn{}, false
+	}
+	return l4.Conn{Proto: proto, Src: netip.AddrPortFrom(src, uint16(sport)), Dst: netip.AddrPortFrom(dst, uint16(dport))}, true
 }

@@ -181,6 +181,9 @@ func TestSyncRestartReconciles(t *testing.T) {
 	if got := cutElements(t, fake, "cut-4"); got != "198.18.1.1 . 198.18.1.2 . udp . 5000 . 53" {
 		t.Errorf("cut-4 after the restart: %q, want the held connection", got)
 	}
+	if got, err := nft.New(fake).Held(ctx); err != nil || len(got) != 1 || got[0] != held {
+		t.Errorf("a new renderer's Held: %v %v, want %v", got, err, held)
+	}
 }
 
 // TestHoldAndRelease: held connections go to the set of their family;
