@@ -279,16 +279,18 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // TestFaultFlushedRulesetRestored: someone flushes the ruleset (a firewall
 // reload) while the input stays the same; the agent sees the nftables
-// generation move, finds its table gone, and programs it again, and says so
-// in its metrics.
+// generation move, finds its table gone, programs it again, holds again
+// the connection it had cut, and says so in its metrics.
 func TestFaultFlushedRulesetRestored(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"cluster.yaml": oneNode, "deny-web.yaml": denyWeb})
 	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
 	var gen atomic.Uint32
 	gen.Store(7)
+	// A connection to web that deny-web cut on the first pass, held.
+	ct := &fakeConntrack{entries: []l4.Conn{{Proto: l4.TCP, Src: netip.MustParseAddrPort("198.18.1.2:5000"), Dst: netip.MustParseAddrPort("198.18.1.1:80")}}}
 	a := agent.New(agent.Config{Node: "node-1", Input: &agent.Files{Paths: []string{dir}}, Interval: 10 * time.Millisecond,
-		Generation: func() (uint32, error) { return gen.Load(), nil }}, nft.New(fake), nil)
+		Generation: func() (uint32, error) { return gen.Load(), nil }, Conntrack: ct}, nft.New(fake), nil)
 	srv := runAgent(t, a)
 	webIsolated := func() bool {
 		els, err := fake.ListElements(context.Background(), "map", "ingress-4")
@@ -309,6 +311,10 @@ func TestFaultFlushedRulesetRestored(t *testing.T) {
 	}
 	gen.Add(1)
 	eventually(t, "web is isolated again", webIsolated)
+	eventually(t, "the cut connection is held again", func() bool {
+		els, err := fake.ListElements(context.Background(), "set", "cut-4")
+		return err == nil && len(els) == 1
+	})
 	eventually(t, "the repair is counted", func() bool {
 		_, body := get(t, srv.URL+"/metrics")
 		return strings.Contains(body, "netpol_nft_drift_repaired_total 1")
