@@ -398,10 +398,10 @@ func (a *Agent) cut(ctx context.Context, e *engine.Engine, ir *compile.IR) int {
 		f, ok := ours(c)
 		return !ok || e.Allowed(f) // not ours to judge, or allowed
 	}, func(conns []l4.Conn) error {
+		a.remember(conns) // held or not, released when allowed again
 		if err := a.renderer.Hold(ctx, conns); err != nil {
-			return fmt.Errorf("holding %d connections in the cut sets: %w", len(conns), err)
+			return fmt.Errorf("holding %d connections in the cut sets (cut without the hold): %w", len(conns), err)
 		}
-		a.remember(conns)
 		return nil
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ package dataplane
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 
@@ -31,8 +32,12 @@ type Conntrack struct{}
 // re-create the entry in reverse, after which the other side's packets
 // pass as replies. So Cut first hands every connection it will delete to
 // hold, which must make the firewall drop their packets in both
-// directions, and deletes the entries only when hold succeeded.
+// directions. When hold fails (a full set, a refused transaction) the
+// entries are deleted all the same and the error returned: a cut without
+// the hold still stops every connection whose denied side speaks next,
+// where no cut stops none.
 func (Conntrack) Cut(ctx context.Context, keep func(l4.Conn) bool, hold func([]l4.Conn) error) (int, error) {
+	var holdErr error
 	total := 0
 	for _, family := range []netlink.InetFamily{unix.AF_INET, unix.AF_INET6} {
 		if err := ctx.Err(); err != nil {
@@ -54,7 +59,7 @@ func (Conntrack) Cut(ctx context.Context, keep func(l4.Conn) bool, hold func([]l
 			continue
 		}
 		if err := hold(conns); err != nil {
-			return total, err
+			holdErr = errors.Join(holdErr, err)
 		}
 		// A second dump: the library deletes only through a filter. It
 		// costs a dump when there is something to cut, never otherwise.
@@ -64,10 +69,10 @@ func (Conntrack) Cut(ctx context.Context, keep func(l4.Conn) bool, hold func([]l
 		n, err := netlink.ConntrackDeleteFilters(netlink.ConntrackTable, family, filter(doomed))
 		total += int(n)
 		if err != nil {
-			return total, err
+			return total, errors.Join(holdErr, err)
 		}
 	}
-	return total, nil
+	return total, holdErr
 }
 
 // filter matches the entries of the connections it holds.

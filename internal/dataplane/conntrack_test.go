@@ -2,6 +2,7 @@ package dataplane_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"os/exec"
@@ -101,23 +102,23 @@ func TestLabConntrackJudgesTheTranslatedTuple(t *testing.T) {
 	})
 }
 
-// TestLabConntrackHoldFailsNothingCut: when the connections cannot be
-// held, no entry is deleted (a deleted entry without a hold reopens as
-// soon as the other side speaks).
-func TestLabConntrackHoldFailsNothingCut(t *testing.T) {
+// TestLabConntrackHoldFailsStillCuts: when the connections cannot be held,
+// their entries go all the same and the hold's error is returned (a cut
+// without the hold still stops a connection whose denied side speaks next).
+func TestLabConntrackHoldFailsStillCuts(t *testing.T) {
 	netnstest.Run(t, func() {
 		tracked(t, unix.IPPROTO_TCP, ap("198.18.0.1:40000"), ap("198.18.0.2:8080"), netip.AddrPort{})
 		n, err := dataplane.Conntrack{}.Cut(context.Background(), func(l4.Conn) bool { return false },
 			func([]l4.Conn) error { return net.ErrClosed })
-		if err == nil || n != 0 {
-			t.Errorf("cut %d, err %v; want 0 and the hold's error", n, err)
+		if !errors.Is(err, net.ErrClosed) || n != 1 {
+			t.Errorf("cut %d, err %v; want 1 and the hold's error", n, err)
 		}
 		left, err := netlink.ConntrackTableList(netlink.ConntrackTable, unix.AF_INET)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(left) != 1 {
-			t.Errorf("%d entries left, want 1", len(left))
+		if len(left) != 0 {
+			t.Errorf("%d entries left, want none", len(left))
 		}
 	})
 }

@@ -30,12 +30,13 @@ const (
 	cutSet4 = "cut-4"
 	cutSet6 = "cut-6"
 	// CutHold is how long a held connection stays held after its last
-	// packet: longer than a TCP peer's retransmissions of one segment take
-	// to reach two minutes, shorter than any sane reuse of a 5-tuple.
+	// packet. A TCP peer retransmits at most two minutes apart (Linux's
+	// TCP_RTO_MAX), so one that keeps trying stays held; a 5-tuple used
+	// again later than this is judged by the rules as a new connection.
 	CutHold = 2 * time.Minute
 	// CutCapacity bounds each cut set: a change that cuts more connections
-	// of one family still deletes their entries, and holds the first
-	// CutCapacity of them.
+	// of one family holds the first CutCapacity of them; the conntrack
+	// entries of all go (dataplane.Conntrack.Cut).
 	CutCapacity = 65536
 )
 
