@@ -53,6 +53,9 @@ func newLabUp(name *string) *cobra.Command {
 		Short: "Build the lab and start its agents",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if in.lenient {
+				return usageError{fmt.Errorf("--lenient: the lab's agents read admin policies strictly, as in a cluster; fix the unknown fields instead")}
+			}
 			files, err := source.ReadFiles(in.files)
 			if err != nil {
 				return err

@@ -138,7 +138,7 @@ func (f *inputFlags) buildBytes(name string, data []byte) (*engine.Engine, error
 	if err != nil {
 		return nil, usageError{err}
 	}
-	dec := &source.Decoder{Options: source.Options{ANPShape: shape}}
+	dec := &source.Decoder{Options: source.Options{ANPShape: shape, Lenient: f.lenient}}
 	e, _, err := pipeline.Build(dec.Decode(name, data), dec.Diags, f.pipelineOptions())
 	return e, err
 }
