@@ -18,15 +18,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -277,11 +277,11 @@ func metaAccessor(obj any) (metav1.Object, error) {
 // Watch mirrors the cluster with informers. Snapshot returns the current
 // objects; Changed receives (coalesced) after every change.
 type Watch struct {
-	m       *mirror
-	changed chan struct{}
-	synced  []cache.InformerSynced
-	start   []func(stop <-chan struct{})
-	admin   map[schema.GroupVersionResource]cache.SharedIndexInformer
+	m         *mirror
+	changed   chan struct{}
+	synced    []cache.InformerSynced
+	informers []cache.SharedIndexInformer
+	admin     map[schema.GroupVersionResource]cache.SharedIndexInformer
 
 	mu      sync.Mutex
 	pending time.Time // when the first change not yet read arrived
@@ -299,40 +299,43 @@ func NewWatch(cfg *rest.Config, opts source.Options) (*Watch, error) {
 		return nil, err
 	}
 	w := &Watch{m: newMirror(opts), changed: make(chan struct{}, 1), admin: map[schema.GroupVersionResource]cache.SharedIndexInformer{}}
-	factory := informers.NewSharedInformerFactory(cs, 0)
 	typed := []struct {
-		inf cache.SharedIndexInformer
-		tm  metav1.TypeMeta
+		resource string
+		lw       *cache.ListWatch
+		obj      runtime.Object
+		tm       metav1.TypeMeta
+		// Informers keep every pod and node of the cluster: keep only
+		// what policy reads.
+		transform cache.TransformFunc
 	}{
-		{factory.Core().V1().Namespaces().Informer(), kindNamespace},
-		{factory.Core().V1().Nodes().Informer(), kindNode},
-		{factory.Core().V1().Pods().Informer(), kindPod},
-		{factory.Networking().V1().NetworkPolicies().Informer(), kindNetworkPolicy},
-	}
-	// Informers keep every pod and node of the cluster: keep only what
-	// policy reads.
-	if err := typed[2].inf.SetTransform(func(obj any) (any, error) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			return StripPod(p), nil
-		}
-		return obj, nil
-	}); err != nil {
-		return nil, err
-	}
-	if err := typed[1].inf.SetTransform(func(obj any) (any, error) {
-		if n, ok := obj.(*corev1.Node); ok {
-			return StripNode(n), nil
-		}
-		return obj, nil
-	}); err != nil {
-		return nil, err
+		{"namespaces", listWatch[*corev1.NamespaceList](cs.CoreV1().Namespaces()), &corev1.Namespace{}, kindNamespace, nil},
+		{"nodes", listWatch[*corev1.NodeList](cs.CoreV1().Nodes()), &corev1.Node{}, kindNode, func(obj any) (any, error) {
+			if n, ok := obj.(*corev1.Node); ok {
+				return StripNode(n), nil
+			}
+			return obj, nil
+		}},
+		{"pods", listWatch[*corev1.PodList](cs.CoreV1().Pods("")), &corev1.Pod{}, kindPod, func(obj any) (any, error) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				return StripPod(p), nil
+			}
+			return obj, nil
+		}},
+		{"networkpolicies", listWatch[*networkingv1.NetworkPolicyList](cs.NetworkingV1().NetworkPolicies("")), &networkingv1.NetworkPolicy{}, kindNetworkPolicy, nil},
 	}
 	for _, t := range typed {
-		if err := w.watch(t.inf, t.tm); err != nil {
+		inf := cache.NewSharedIndexInformerWithOptions(newReconnecting(t.lw, cs, t.resource), t.obj,
+			cache.SharedIndexInformerOptions{})
+		if t.transform != nil {
+			if err := inf.SetTransform(t.transform); err != nil {
+				return nil, err
+			}
+		}
+		if err := w.watch(inf, t.tm); err != nil {
 			return nil, err
 		}
+		w.informers = append(w.informers, inf)
 	}
-	w.start = append(w.start, factory.Start)
 	served, err := servedAdminResources(cs.Discovery())
 	if err != nil {
 		return nil, err
@@ -340,16 +343,31 @@ func NewWatch(cfg *rest.Config, opts source.Options) (*Watch, error) {
 	if len(served) < 3 {
 		klog.InfoS("Some admin policy resources are not served; their policies are not read", "served", len(served))
 	}
-	dfactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	for _, gvr := range served {
-		inf := dfactory.ForResource(gvr).Informer()
+		lw := newReconnecting(listWatch[*unstructured.UnstructuredList](dyn.Resource(gvr)), dyn, gvr.Resource)
+		inf := cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{},
+			cache.SharedIndexInformerOptions{ObjectDescription: gvr.String()})
 		w.admin[gvr] = inf
 		if err := w.watch(inf, metav1.TypeMeta{}); err != nil {
 			return nil, err
 		}
+		w.informers = append(w.informers, inf)
 	}
-	w.start = append(w.start, dfactory.Start)
 	return w, nil
+}
+
+// listWatch lists and watches with a typed client of one resource (or a
+// dynamic one: L is then *unstructured.UnstructuredList).
+func listWatch[L runtime.Object](c interface {
+	List(context.Context, metav1.ListOptions) (L, error)
+	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
+}) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.List(ctx, opts)
+		},
+		WatchFuncWithContext: c.Watch,
+	}
 }
 
 func (w *Watch) watch(inf cache.SharedIndexInformer, tm metav1.TypeMeta) error {
@@ -402,11 +420,11 @@ func (w *Watch) notify() {
 }
 
 // Start runs the informers until ctx is done and waits until the mirror
-// holds their first list. While the API server is unreachable the informers retry and the
-// mirror keeps what it had.
+// holds their first list. While the API server is unreachable the
+// informers retry and the mirror keeps what it had.
 func (w *Watch) Start(ctx context.Context) error {
-	for _, start := range w.start {
-		start(ctx.Done())
+	for _, inf := range w.informers {
+		go inf.RunWithContext(ctx)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), w.synced...) {
 		return fmt.Errorf("the API server's objects were not listed before the context ended")

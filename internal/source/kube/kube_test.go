@@ -181,26 +181,13 @@ func TestKubeWatchFollowsChanges(t *testing.T) {
 	c, cs, dyn := start(t)
 	ctx := t.Context()
 
-	w, err := kube.NewWatch(c.Config, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	w := startWatch(t, c)
 	objs, _, before := w.Snapshot()
 	if allowed(t, build(t, objs), "shop/batch", "shop/web") {
 		t.Fatal("batch -> web allowed before the relabel")
 	}
 
-	batch, err := cs.CoreV1().Pods("shop").Get(ctx, "batch", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch.Labels["app"] = "frontend"
-	if _, err := cs.CoreV1().Pods("shop").Update(ctx, batch, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	relabelBatch(t, cs)
 	waitFor(t, w, before, func(e *engine.Engine) bool { return allowed(t, e, "shop/batch", "shop/web") })
 
 	_, _, v := w.Snapshot()
@@ -208,6 +195,32 @@ func TestKubeWatchFollowsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, w, v, func(e *engine.Engine) bool { return allowed(t, e, "untrusted/intruder", "shop/batch") })
+}
+
+// startWatch starts a watch of c.
+func startWatch(t *testing.T, c *kubetest.Cluster) *kube.Watch {
+	t.Helper()
+	w, err := kube.NewWatch(c.Config, source.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// relabelBatch makes batch a frontend, which web's NetworkPolicy admits.
+func relabelBatch(t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	batch, err := cs.CoreV1().Pods("shop").Get(t.Context(), "batch", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch.Labels["app"] = "frontend"
+	if _, err := cs.CoreV1().Pods("shop").Update(t.Context(), batch, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitFor waits for changes after version until cond holds on the snapshot.
@@ -248,13 +261,7 @@ func TestKubeWatchStartHoldsTheFirstList(t *testing.T) {
 	if err := c.Create(t.Context(), objs); err != nil {
 		t.Fatal(err)
 	}
-	w, err := kube.NewWatch(c.Config, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	w := startWatch(t, c)
 	snapshot, _, _ := w.Snapshot()
 	n := 0
 	for _, o := range snapshot {
