@@ -23,7 +23,11 @@ import (
 // AdminNetworkPolicy denies everything from namespace untrusted, where the
 // pod intruder lives; a ClusterNetworkPolicy in the Admin tier allows the
 // monitoring namespace before either.
-const cluster = `
+const cluster = core + admin
+
+// core is the cluster without its admin policies, which need the
+// network-policy-api CRDs.
+const core = `
 apiVersion: v1
 kind: Namespace
 metadata: {name: shop}
@@ -43,6 +47,9 @@ metadata: {name: web, namespace: shop}
 spec:
   podSelector: {matchLabels: {app: web}}
   ingress: [{from: [{podSelector: {matchLabels: {app: frontend}}}]}]
+`
+
+const admin = `
 ---
 apiVersion: policy.networking.k8s.io/v1alpha1
 kind: AdminNetworkPolicy
@@ -181,7 +188,7 @@ func TestKubeWatchFollowsChanges(t *testing.T) {
 	c, cs, dyn := start(t)
 	ctx := t.Context()
 
-	w := startWatch(t, c)
+	w := startWatch(t, c, kube.WatchOptions{})
 	objs, _, before := w.Snapshot()
 	if allowed(t, build(t, objs), "shop/batch", "shop/web") {
 		t.Fatal("batch -> web allowed before the relabel")
@@ -198,9 +205,9 @@ func TestKubeWatchFollowsChanges(t *testing.T) {
 }
 
 // startWatch starts a watch of c.
-func startWatch(t *testing.T, c *kubetest.Cluster) *kube.Watch {
+func startWatch(t *testing.T, c *kubetest.Cluster, opts kube.WatchOptions) *kube.Watch {
 	t.Helper()
-	w, err := kube.NewWatch(c.Config, source.Options{})
+	w, err := kube.NewWatchWithOptions(c.Config, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +268,7 @@ func TestKubeWatchStartHoldsTheFirstList(t *testing.T) {
 	if err := c.Create(t.Context(), objs); err != nil {
 		t.Fatal(err)
 	}
-	w := startWatch(t, c)
+	w := startWatch(t, c, kube.WatchOptions{})
 	snapshot, _, _ := w.Snapshot()
 	n := 0
 	for _, o := range snapshot {

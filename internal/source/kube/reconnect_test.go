@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/source/kube"
 )
 
 // TestKubeWatchCatchesUpAfterOutage kills the API server for a minute, as
@@ -19,7 +20,7 @@ func TestKubeWatchCatchesUpAfterOutage(t *testing.T) {
 		t.Skip("a one-minute outage")
 	}
 	c, cs, _ := start(t)
-	w := startWatch(t, c)
+	w := startWatch(t, c, kube.WatchOptions{})
 
 	c.StopAPIServer(t)
 	time.Sleep(time.Minute) // long enough for every reflector to reach its longest backoff
