@@ -16,6 +16,12 @@ type Input interface {
 	Changed() <-chan struct{}
 }
 
+// readier is an Input that can be not ready although it reads (kube.Watch
+// while it cannot tell whether the API server serves an admin policy
+// kind): the agent is then not ready either, whatever it programmed.
+// An Input may also be a prometheus.Collector; /metrics serves it.
+type readier interface{ Ready() error }
+
 // Files is the file input: manifests under some paths, read again on every
 // look and decoded only where their content changed (source.Memo), so
 // that a change in a large manifest costs what the change touches.

@@ -111,6 +111,20 @@ spec:
   ingress: [{from: [{podSelector: {matchLabels: {app: frontend}}}]}]
 `
 
+// denyRemote denies every pod ingress from frontends, remote among them:
+// every pod of node-1 gets an ingress table.
+const denyRemote = `
+---
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: AdminNetworkPolicy
+metadata: {name: deny-remote}
+spec:
+  priority: 10
+  subject: {namespaces: {}}
+  ingress:
+  - {name: no-remote, action: Deny, from: [{pods: {namespaceSelector: {}, podSelector: {matchLabels: {app: frontend}}}}]}
+`
+
 // node1Agent starts a watch of c and node-1's agent on it, with knftables'
 // fake as the kernel, and runs its first pass.
 func node1Agent(t *testing.T, c *kubetest.Cluster) (*kube.Watch, *knftables.Fake, *agent.Agent) {
@@ -192,16 +206,7 @@ func TestAgentReportsStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCreate(t, c, shop+`
----
-apiVersion: policy.networking.k8s.io/v1alpha1
-kind: AdminNetworkPolicy
-metadata: {name: deny-remote}
-spec:
-  priority: 10
-  subject: {namespaces: {}}
-  ingress:
-  - {name: no-remote, action: Deny, from: [{pods: {namespaceSelector: {}, podSelector: {matchLabels: {app: frontend}}}}]}
+	mustCreate(t, c, shop+denyRemote+`
 ---
 apiVersion: policy.networking.k8s.io/v1alpha1
 kind: AdminNetworkPolicy

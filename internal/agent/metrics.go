@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/klog/v2"
 )
 
 // metrics are the agent's Prometheus metrics, in a registry of their own
@@ -98,10 +99,22 @@ func (h *health) programmed() {
 
 // Handler serves /metrics, /healthz (the control loop is turning) and
 // /readyz (the kernel enforces the input it was given: until the first pass
-// programs, a new pod on this node is not yet isolated as its policies say).
+// programs, a new pod on this node is not yet isolated as its policies say;
+// nor while the input says it is not ready).
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(a.metrics.registry, promhttp.HandlerOpts{}))
+	var gatherer prometheus.Gatherer = a.metrics.registry
+	if c, ok := a.cfg.Input.(prometheus.Collector); ok {
+		// A registry of the handler's own: a.metrics.registry stays the
+		// agent's, whatever the input and however many handlers.
+		r := prometheus.NewRegistry()
+		if err := r.Register(c); err != nil {
+			klog.ErrorS(err, "The input's metrics are not served")
+		} else {
+			gatherer = prometheus.Gatherers{a.metrics.registry, r}
+		}
+	}
+	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		a.health.mu.Lock()
 		since := time.Since(a.health.loop)
@@ -114,6 +127,12 @@ func (a *Agent) Handler() http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if r, ok := a.cfg.Input.(readier); ok {
+			if err := r.Ready(); err != nil {
+				http.Error(w, "input not ready: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
 		a.health.mu.Lock()
 		ready, failing := a.health.ready, a.health.failing
 		a.health.mu.Unlock()

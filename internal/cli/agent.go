@@ -33,20 +33,24 @@ import (
 	"github.com/netpol/netpol/internal/status"
 )
 
-// statusWriter reports on the cluster's admin policies, and sends Events,
-// as the agent of node.
-func statusWriter(ctx context.Context, rc *rest.Config, node string, w *kube.Watch) (*status.Writer, error) {
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		return nil, err
-	}
+// eventRecorder sends Events as the agent of node.
+func eventRecorder(ctx context.Context, rc *rest.Config, node string) (record.EventRecorder, error) {
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err
 	}
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
-	rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "netpol-agent", Host: node})
+	return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "netpol-agent", Host: node}), nil
+}
+
+// statusWriter reports on the cluster's admin policies, and sends Events
+// with rec, as the agent of node.
+func statusWriter(rc *rest.Config, node string, w *kube.Watch, rec record.EventRecorder) (*status.Writer, error) {
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
 	return &status.Writer{Node: node, Client: dyn, Recorder: rec, Policies: w.AdminPolicies}, nil
 }
 
@@ -106,8 +110,14 @@ invalid policy gets a Warning Event (reason InvalidPolicy).
 On start it takes over whatever "inet netpol" holds (after a restart or a
 crash) in the same single transaction: there is no moment without rules and
 no stale rule is left. While the API server is unreachable the rules last
-programmed stay, and the watch catches up when it is back. When the input
-cannot be read or the kernel refuses the transaction, the rules last
+programmed stay, and the watch catches up within seconds when it is back.
+The admin policy kinds are CRDs: one whose CRD is not installed has no
+policies, and is looked for again every minute; while the agent cannot
+tell whether the API server serves one (discovery fails: a timeout, a 503,
+a 403), it keeps the rules last programmed, is not ready (/readyz), sets
+netpol_admin_policy_resource_state{state="unknown"}, sends a Warning Event
+(reason AdminPolicyDiscoveryFailed) about its node, and retries. When the
+input cannot be read or the kernel refuses the transaction, the rules last
 programmed stay in place, the error is logged, written to --status and
 answered by /readyz, and the pass is retried with a backoff (doubling from
 --interval up to 30s). The kernel is shared: when the nftables generation
@@ -167,7 +177,15 @@ netlink nor write access: it prints each transaction instead.`,
 				if err != nil {
 					return usageError{fmt.Errorf("no cluster: %w", err)}
 				}
-				w, err := kube.NewWatch(rc, opts)
+				// Events only where status is reported: a dry run or
+				// --report-status=false writes nothing to the cluster.
+				var rec record.EventRecorder
+				if reportStatus && !cfg.DryRun {
+					if rec, err = eventRecorder(ctx, rc, cfg.Node); err != nil {
+						return err
+					}
+				}
+				w, err := kube.NewWatchWithOptions(rc, kube.WatchOptions{Source: opts, Recorder: rec, Node: cfg.Node})
 				if err != nil {
 					return err
 				}
@@ -176,8 +194,8 @@ netlink nor write access: it prints each transaction instead.`,
 					return err
 				}
 				cfg.Input = w
-				if reportStatus && !cfg.DryRun {
-					if cfg.Reporter, err = statusWriter(ctx, rc, cfg.Node, w); err != nil {
+				if rec != nil {
+					if cfg.Reporter, err = statusWriter(rc, cfg.Node, w, rec); err != nil {
 						return err
 					}
 				}
@@ -241,7 +259,7 @@ netlink nor write access: it prints each transaction instead.`,
 	fl.BoolVar(&cfg.DryRun, "dry-run", false, "print each nftables transaction instead of applying it")
 	fl.BoolVar(&elementsViaNft, "elements-via-nft", false, "send every change through nft, set elements too (slower: by default elements, and the chains and sets a change leaves unused, go to the kernel in one netlink batch)")
 	fl.StringVar(&listen, "listen", "", "serve /metrics (Prometheus), /healthz and /readyz on this address without authentication: 127.0.0.1:9745 (the default in deploy/) keeps them on the node, NODE_IP:9745 on the node's network; to expose metrics beyond, put an authenticating proxy in front (deploy/README.md)")
-	fl.BoolVar(&reportStatus, "report-status", reportStatus, "in a cluster, write conditions on the admin policies and Events for invalid ones")
+	fl.BoolVar(&reportStatus, "report-status", reportStatus, "in a cluster, write conditions on the admin policies, and Events for invalid ones and for admin policy kinds that discovery cannot tell")
 	fl.StringVar(&auditLog, "audit-log", "-", `where audit lines go: a file (appended to), "-" for stdout, or "off"`)
 	fl.BoolVar(&cfg.AuditDenies, "audit-denies", false, "log every denied connection, not only those of policies annotated netpol.io/audit")
 	// klog's verbosity, as every Kubernetes component spells it.

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -37,15 +36,17 @@ var crdSources = []struct{ module, dir string }{
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// installCRDs creates the CRDs of crdSources and waits until each is
+// InstallCRDs creates the CRDs of crdSources and waits until each is
 // Established and all its served versions appear in discovery, so that a
-// test may create custom objects, or start informers, right away.
+// test may create custom objects, or start informers, right away. Start
+// calls it; a cluster started WithoutCRDs gets them when a test calls it.
 //
 // "Right away" has one upstream catch: the API server holds any create of a
 // custom object for 2s while its CRD is less than 2s Established (so that
 // HA peers catch up), so the first create in a test is slow by design.
-func installCRDs(t testing.TB, cfg *rest.Config) {
+func (c *Cluster) InstallCRDs(t testing.TB) {
 	t.Helper()
+	cfg := c.Config
 	paths, err := CRDManifests()
 	if err != nil {
 		t.Fatalf("kubetest: %v", err)

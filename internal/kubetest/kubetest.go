@@ -70,6 +70,19 @@ const probeTimeout = 5 * time.Second
 // is torn down, and on failure both logs are printed, when the test ends.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// Options of StartWith.
+type Options struct {
+	// WithoutCRDs leaves the network-policy-api CRDs out, for tests of a
+	// cluster that has none yet; InstallCRDs installs them later.
+	WithoutCRDs bool
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options) *Cluster {
+	t.Helper()
 	bin := binDir(t)
 	root := t.TempDir()
 
@@ -87,7 +100,9 @@ func Start(t testing.TB) *Cluster {
 	etcdURL := startEtcd(t, bin, root, logs[0])
 	c := startAPIServer(t, bin, root, logs[1], etcdURL)
 	c.Kubectl = filepath.Join(bin, "kubectl")
-	installCRDs(t, c.Config)
+	if !opts.WithoutCRDs {
+		c.InstallCRDs(t)
+	}
 	return c
 }
 

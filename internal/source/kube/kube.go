@@ -11,36 +11,32 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/netpol/netpol/internal/diag"
 	"github.com/netpol/netpol/internal/source"
-)
-
-// Admin policy resources. A cluster without their CRDs simply has none.
-var (
-	ANP  = schema.GroupVersionResource{Group: "policy.networking.k8s.io", Version: "v1alpha1", Resource: "adminnetworkpolicies"}
-	BANP = schema.GroupVersionResource{Group: "policy.networking.k8s.io", Version: "v1alpha1", Resource: "baselineadminnetworkpolicies"}
-	CNP  = schema.GroupVersionResource{Group: "policy.networking.k8s.io", Version: "v1alpha2", Resource: "clusternetworkpolicies"}
 )
 
 // kinds of the core resources, to restore the TypeMeta that the API server
@@ -108,24 +104,6 @@ func List(ctx context.Context, cfg *rest.Config, opts source.Options) ([]source.
 	}
 	objs, diags, _ := m.snapshot()
 	return objs, diags, nil
-}
-
-// servedAdminResources returns the admin policy resources the API server
-// serves (their CRDs may not be installed).
-func servedAdminResources(d discovery.DiscoveryInterface) ([]schema.GroupVersionResource, error) {
-	var out []schema.GroupVersionResource
-	for _, gvr := range []schema.GroupVersionResource{ANP, BANP, CNP} {
-		res, err := d.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-		if err != nil {
-			continue // group or version not served: no such CRD here
-		}
-		for _, r := range res.APIResources {
-			if r.Name == gvr.Resource {
-				out = append(out, gvr)
-			}
-		}
-	}
-	return out, nil
 }
 
 // StripPod keeps what policy needs of a pod: identity, labels, node,
@@ -231,6 +209,25 @@ func (m *mirror) set(obj runtime.Object, tm metav1.TypeMeta) bool {
 	return true
 }
 
+// removeKind removes every object of a kind, and reports whether there was
+// one.
+func (m *mirror) removeKind(kind string) bool {
+	prefix := kind + "/"
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i, _ := slices.BinarySearch(m.keys, prefix)
+	j := i
+	for j < len(m.keys) && strings.HasPrefix(m.keys[j], prefix) {
+		j++
+	}
+	if i == j {
+		return false
+	}
+	m.keys, m.objects = slices.Delete(m.keys, i, j), slices.Delete(m.objects, i, j)
+	m.version++
+	return true
+}
+
 func (m *mirror) remove(obj any, kind string) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
@@ -276,20 +273,81 @@ func metaAccessor(obj any) (metav1.Object, error) {
 
 // Watch mirrors the cluster with informers. Snapshot returns the current
 // objects; Changed receives (coalesced) after every change.
+//
+// The admin policy resources are CRDs, which a cluster may lack, or install
+// later. Discovery tells which the API server serves; until it has
+// answered for each, the watch is not ready (Ready) and Read fails, rather
+// than report a cluster without the admin policies it may have. It asks
+// again, so that CRDs installed or removed later are followed.
 type Watch struct {
 	m       *mirror
+	opts    WatchOptions
+	clients clients
 	changed chan struct{}
-	synced  []cache.InformerSynced
-	start   []func(stop <-chan struct{})
-	admin   map[schema.GroupVersionResource]cache.SharedIndexInformer
+	core    []cache.SharedIndexInformer
+	synced  []cache.InformerSynced // of core
+
+	amu   sync.Mutex
+	admin []*adminResource // in the order of adminResources
 
 	mu      sync.Mutex
 	pending time.Time // when the first change not yet read arrived
 	noticed time.Time // pending as of the last Read
 }
 
+// WatchOptions configure a Watch; the zero value is the agent's default.
+type WatchOptions struct {
+	// Source are the decoder's options.
+	Source source.Options
+	// Recheck is how often discovery asks again about the admin policy
+	// resources once it knows them all, to follow CRDs installed or
+	// removed later. Default: a minute.
+	Recheck time.Duration
+	// Retry spaces the discovery attempts while some resource is unknown
+	// (discovery failed for another reason than "not found"). Default:
+	// 500 ms doubling to 8 s, jittered, so that a transient failure costs
+	// seconds of readiness and a lasting one little load.
+	Retry wait.Backoff
+	// Recorder, when set, receives a Warning Event (EventDiscoveryFailed)
+	// about Node when a resource's state becomes unknown.
+	Recorder record.EventRecorder
+	// Node is the node the Events are about; required with Recorder.
+	Node string
+}
+
+func (o *WatchOptions) complete() {
+	if o.Recheck == 0 {
+		o.Recheck = time.Minute
+	}
+	if o.Retry.Duration == 0 {
+		o.Retry = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.5, Cap: 8 * time.Second, Steps: math.MaxInt32}
+	}
+}
+
+func (o *WatchOptions) validate() error {
+	if o.Recheck < 0 {
+		return fmt.Errorf("negative discovery recheck period %v", o.Recheck)
+	}
+	if o.Recorder != nil && o.Node == "" {
+		return fmt.Errorf("an event recorder needs the node the events are about")
+	}
+	return nil
+}
+
+// clients are what a watch reads the API server with; tests give fakes.
+type clients struct {
+	core kubernetes.Interface
+	dyn  dynamic.Interface
+	disc discovery.DiscoveryInterface
+}
+
 // NewWatch prepares the informers; Start runs them.
 func NewWatch(cfg *rest.Config, opts source.Options) (*Watch, error) {
+	return NewWatchWithOptions(cfg, WatchOptions{Source: opts})
+}
+
+// NewWatchWithOptions is NewWatch with the options of a Watch.
+func NewWatchWithOptions(cfg *rest.Config, opts WatchOptions) (*Watch, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -298,61 +356,77 @@ func NewWatch(cfg *rest.Config, opts source.Options) (*Watch, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Watch{m: newMirror(opts), changed: make(chan struct{}, 1), admin: map[schema.GroupVersionResource]cache.SharedIndexInformer{}}
-	factory := informers.NewSharedInformerFactory(cs, 0)
+	return newWatch(clients{core: cs, dyn: dyn, disc: cs.Discovery()}, opts)
+}
+
+func newWatch(c clients, opts WatchOptions) (*Watch, error) {
+	opts.complete()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	w := &Watch{m: newMirror(opts.Source), opts: opts, clients: c, changed: make(chan struct{}, 1)}
+	for _, r := range adminResources {
+		w.admin = append(w.admin, &adminResource{gvr: r.gvr, kind: r.kind, err: errNotAsked})
+	}
+	cs := c.core
 	typed := []struct {
-		inf cache.SharedIndexInformer
-		tm  metav1.TypeMeta
+		resource string
+		lw       *cache.ListWatch
+		obj      runtime.Object
+		tm       metav1.TypeMeta
+		// Informers keep every pod and node of the cluster: keep only
+		// what policy reads.
+		transform cache.TransformFunc
 	}{
-		{factory.Core().V1().Namespaces().Informer(), kindNamespace},
-		{factory.Core().V1().Nodes().Informer(), kindNode},
-		{factory.Core().V1().Pods().Informer(), kindPod},
-		{factory.Networking().V1().NetworkPolicies().Informer(), kindNetworkPolicy},
-	}
-	// Informers keep every pod and node of the cluster: keep only what
-	// policy reads.
-	if err := typed[2].inf.SetTransform(func(obj any) (any, error) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			return StripPod(p), nil
-		}
-		return obj, nil
-	}); err != nil {
-		return nil, err
-	}
-	if err := typed[1].inf.SetTransform(func(obj any) (any, error) {
-		if n, ok := obj.(*corev1.Node); ok {
-			return StripNode(n), nil
-		}
-		return obj, nil
-	}); err != nil {
-		return nil, err
+		{"namespaces", listWatch[*corev1.NamespaceList](cs.CoreV1().Namespaces()), &corev1.Namespace{}, kindNamespace, nil},
+		{"nodes", listWatch[*corev1.NodeList](cs.CoreV1().Nodes()), &corev1.Node{}, kindNode, func(obj any) (any, error) {
+			if n, ok := obj.(*corev1.Node); ok {
+				return StripNode(n), nil
+			}
+			return obj, nil
+		}},
+		{"pods", listWatch[*corev1.PodList](cs.CoreV1().Pods("")), &corev1.Pod{}, kindPod, func(obj any) (any, error) {
+			if p, ok := obj.(*corev1.Pod); ok {
+				return StripPod(p), nil
+			}
+			return obj, nil
+		}},
+		{"networkpolicies", listWatch[*networkingv1.NetworkPolicyList](cs.NetworkingV1().NetworkPolicies("")), &networkingv1.NetworkPolicy{}, kindNetworkPolicy, nil},
 	}
 	for _, t := range typed {
-		if err := w.watch(t.inf, t.tm); err != nil {
+		inf := cache.NewSharedIndexInformerWithOptions(newReconnecting(t.lw, cs, t.resource), t.obj,
+			cache.SharedIndexInformerOptions{})
+		if t.transform != nil {
+			if err := inf.SetTransform(t.transform); err != nil {
+				return nil, err
+			}
+		}
+		synced, err := w.watch(inf, t.tm)
+		if err != nil {
 			return nil, err
 		}
+		w.core, w.synced = append(w.core, inf), append(w.synced, synced)
 	}
-	w.start = append(w.start, factory.Start)
-	served, err := servedAdminResources(cs.Discovery())
-	if err != nil {
-		return nil, err
-	}
-	if len(served) < 3 {
-		klog.InfoS("Some admin policy resources are not served; their policies are not read", "served", len(served))
-	}
-	dfactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	for _, gvr := range served {
-		inf := dfactory.ForResource(gvr).Informer()
-		w.admin[gvr] = inf
-		if err := w.watch(inf, metav1.TypeMeta{}); err != nil {
-			return nil, err
-		}
-	}
-	w.start = append(w.start, dfactory.Start)
 	return w, nil
 }
 
-func (w *Watch) watch(inf cache.SharedIndexInformer, tm metav1.TypeMeta) error {
+// listWatch lists and watches with a typed client of one resource (or a
+// dynamic one: L is then *unstructured.UnstructuredList).
+func listWatch[L runtime.Object](c interface {
+	List(context.Context, metav1.ListOptions) (L, error)
+	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
+}) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return c.List(ctx, opts)
+		},
+		WatchFuncWithContext: c.Watch,
+	}
+}
+
+// watch mirrors what inf holds. The function it returns reports whether
+// the mirror holds inf's first list.
+func (w *Watch) watch(inf cache.SharedIndexInformer, tm metav1.TypeMeta) (cache.InformerSynced, error) {
 	kind := tm.Kind
 	onSet := func(obj any) {
 		ro, ok := obj.(runtime.Object)
@@ -381,12 +455,11 @@ func (w *Watch) watch(inf cache.SharedIndexInformer, tm metav1.TypeMeta) error {
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("adding an event handler: %w", err)
+		return nil, fmt.Errorf("adding an event handler: %w", err)
 	}
 	// Synced once the handler has seen the first list, not only the
 	// informer's cache: the mirror is what the agent reads.
-	w.synced = append(w.synced, reg.HasSynced)
-	return nil
+	return reg.HasSynced, nil
 }
 
 func (w *Watch) notify() {
@@ -402,15 +475,33 @@ func (w *Watch) notify() {
 }
 
 // Start runs the informers until ctx is done and waits until the mirror
-// holds their first list. While the API server is unreachable the informers retry and the
-// mirror keeps what it had.
+// holds their first list. While the API server is unreachable the
+// informers retry and the mirror keeps what it had.
+//
+// Once the core objects are listed (the server answers), discovery asks
+// which admin policy resources it serves and Start waits for the first
+// list of those; if discovery fails, Start returns anyway, the watch is not
+// Ready, and discovery retries in the background.
 func (w *Watch) Start(ctx context.Context) error {
-	for _, start := range w.start {
-		start(ctx.Done())
+	for _, inf := range w.core {
+		go inf.RunWithContext(ctx)
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), w.synced...) {
 		return fmt.Errorf("the API server's objects were not listed before the context ended")
 	}
+	known := w.discover(ctx)
+	w.amu.Lock()
+	var synced []cache.InformerSynced
+	for _, r := range w.admin {
+		if r.state == watched {
+			synced = append(synced, r.synced)
+		}
+	}
+	w.amu.Unlock()
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("the API server's admin policies were not listed before the context ended")
+	}
+	go w.rediscover(ctx, known)
 	return nil
 }
 
@@ -421,9 +512,14 @@ func (w *Watch) Snapshot() ([]source.Object, diag.List, string) { return w.m.sna
 // Changed receives after changes; several changes may be reported once.
 func (w *Watch) Changed() <-chan struct{} { return w.changed }
 
-// Read is Snapshot in the shape of the agent's input; it never fails: while
-// the API server is unreachable it returns the last objects listed.
+// Read is Snapshot in the shape of the agent's input. While the API
+// server is unreachable it returns the last objects listed; it fails only
+// while the watch is not Ready, so that the agent keeps the rules it
+// programmed rather than drop admin policies it could not read.
 func (w *Watch) Read() ([]source.Object, diag.List, string, error) {
+	if err := w.Ready(); err != nil {
+		return nil, nil, "", err
+	}
 	w.mu.Lock()
 	w.noticed, w.pending = w.pending, time.Time{}
 	w.mu.Unlock()
@@ -457,8 +553,14 @@ func (p AdminPolicy) Ref() string { return source.Object{Kind: p.Kind, Name: p.N
 // name.
 func (w *Watch) AdminPolicies() []AdminPolicy {
 	var out []AdminPolicy
-	for gvr, inf := range w.admin {
-		for _, obj := range inf.GetStore().List() {
+	w.amu.Lock()
+	defer w.amu.Unlock()
+	for _, r := range w.admin {
+		if r.state != watched {
+			continue
+		}
+		gvr := r.gvr
+		for _, obj := range r.inf.GetStore().List() {
 			u, ok := obj.(*unstructured.Unstructured)
 			if !ok {
 				continue

@@ -23,7 +23,11 @@ import (
 // AdminNetworkPolicy denies everything from namespace untrusted, where the
 // pod intruder lives; a ClusterNetworkPolicy in the Admin tier allows the
 // monitoring namespace before either.
-const cluster = `
+const cluster = core + admin
+
+// core is the cluster without its admin policies, which need the
+// network-policy-api CRDs.
+const core = `
 apiVersion: v1
 kind: Namespace
 metadata: {name: shop}
@@ -43,6 +47,9 @@ metadata: {name: web, namespace: shop}
 spec:
   podSelector: {matchLabels: {app: web}}
   ingress: [{from: [{podSelector: {matchLabels: {app: frontend}}}]}]
+`
+
+const admin = `
 ---
 apiVersion: policy.networking.k8s.io/v1alpha1
 kind: AdminNetworkPolicy
@@ -181,26 +188,13 @@ func TestKubeWatchFollowsChanges(t *testing.T) {
 	c, cs, dyn := start(t)
 	ctx := t.Context()
 
-	w, err := kube.NewWatch(c.Config, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	w := startWatch(t, c, kube.WatchOptions{})
 	objs, _, before := w.Snapshot()
 	if allowed(t, build(t, objs), "shop/batch", "shop/web") {
 		t.Fatal("batch -> web allowed before the relabel")
 	}
 
-	batch, err := cs.CoreV1().Pods("shop").Get(ctx, "batch", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch.Labels["app"] = "frontend"
-	if _, err := cs.CoreV1().Pods("shop").Update(ctx, batch, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	relabelBatch(t, cs)
 	waitFor(t, w, before, func(e *engine.Engine) bool { return allowed(t, e, "shop/batch", "shop/web") })
 
 	_, _, v := w.Snapshot()
@@ -208,6 +202,32 @@ func TestKubeWatchFollowsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, w, v, func(e *engine.Engine) bool { return allowed(t, e, "untrusted/intruder", "shop/batch") })
+}
+
+// startWatch starts a watch of c.
+func startWatch(t *testing.T, c *kubetest.Cluster, opts kube.WatchOptions) *kube.Watch {
+	t.Helper()
+	w, err := kube.NewWatchWithOptions(c.Config, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// relabelBatch makes batch a frontend, which web's NetworkPolicy admits.
+func relabelBatch(t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	batch, err := cs.CoreV1().Pods("shop").Get(t.Context(), "batch", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch.Labels["app"] = "frontend"
+	if _, err := cs.CoreV1().Pods("shop").Update(t.Context(), batch, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitFor waits for changes after version until cond holds on the snapshot.
@@ -248,13 +268,7 @@ func TestKubeWatchStartHoldsTheFirstList(t *testing.T) {
 	if err := c.Create(t.Context(), objs); err != nil {
 		t.Fatal(err)
 	}
-	w, err := kube.NewWatch(c.Config, source.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	w := startWatch(t, c, kube.WatchOptions{})
 	snapshot, _, _ := w.Snapshot()
 	n := 0
 	for _, o := range snapshot {

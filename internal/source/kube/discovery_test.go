@@ -1,0 +1,233 @@
+package kube
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+)
+
+// Fast tests of discovery on client-go's fakes; kube_test.go and
+// admin_test.go run the same against a real API server.
+
+// allServed is what the fake discovery serves: every admin policy resource.
+var allServed = []*metav1.APIResourceList{
+	{GroupVersion: "policy.networking.k8s.io/v1alpha1", APIResources: []metav1.APIResource{
+		{Name: "adminnetworkpolicies"}, {Name: "baselineadminnetworkpolicies"}}},
+	{GroupVersion: "policy.networking.k8s.io/v1alpha2", APIResources: []metav1.APIResource{{Name: "clusternetworkpolicies"}}},
+}
+
+// fakeWatch returns a watch of fake clients whose dynamic client holds one
+// AdminNetworkPolicy, quarantine, and whose discovery is disc's.
+func fakeWatch(t *testing.T, disc *fakediscovery.FakeDiscovery, rec record.EventRecorder) *Watch {
+	t.Helper()
+	anp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "policy.networking.k8s.io/v1alpha1",
+		"kind":       "AdminNetworkPolicy",
+		"metadata":   map[string]any{"name": "quarantine"},
+		"spec":       map[string]any{"priority": int64(20), "subject": map[string]any{"namespaces": map[string]any{}}},
+	}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		ANP: "AdminNetworkPolicyList", BANP: "BaselineAdminNetworkPolicyList", CNP: "ClusterNetworkPolicyList",
+	}, anp)
+	w, err := newWatch(clients{core: fake.NewClientset(), dyn: dyn, disc: disc}, WatchOptions{
+		Recheck:  5 * time.Millisecond,
+		Retry:    wait.Backoff{Duration: time.Millisecond, Factor: 2, Cap: 10 * time.Millisecond, Steps: 100},
+		Recorder: rec,
+		Node:     "node-1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// hasQuarantine reports whether the watch's snapshot holds the ANP.
+func hasQuarantine(w *Watch) bool {
+	objs, _, _ := w.Snapshot()
+	for _, o := range objs {
+		if o.Kind == "AdminNetworkPolicy" && o.Name == "quarantine" {
+			return true
+		}
+	}
+	return false
+}
+
+// eventually waits for cond, or ends the test saying what did not happen.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second) // a bound on a hang, not a performance assertion
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: never happened", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// wantStates compares the state metric with want, "resource state" lines
+// for the states that are 1.
+func wantStates(t *testing.T, w *Watch, want ...string) {
+	t.Helper()
+	if err := states(w, want...); err != nil {
+		t.Error(err)
+	}
+}
+
+// waitStates waits until the state metric is want (see wantStates).
+func waitStates(t *testing.T, w *Watch, want ...string) {
+	t.Helper()
+	eventually(t, strings.Join(want, ", "), func() bool { return states(w, want...) == nil })
+}
+
+func states(w *Watch, want ...string) error {
+	var exp strings.Builder
+	exp.WriteString("# HELP netpol_admin_policy_resource_state " + stateHelp + "\n# TYPE netpol_admin_policy_resource_state gauge\n")
+	for _, r := range []string{"adminnetworkpolicies", "baselineadminnetworkpolicies", "clusternetworkpolicies"} {
+		for _, s := range []string{"not-served", "unknown", "watched"} {
+			v := "0"
+			for _, w := range want {
+				if w == r+" "+s {
+					v = "1"
+				}
+			}
+			exp.WriteString(`netpol_admin_policy_resource_state{resource="` + r + `",state="` + s + `"} ` + v + "\n")
+		}
+	}
+	return testutil.CollectAndCompare(w, strings.NewReader(exp.String()), "netpol_admin_policy_resource_state")
+}
+
+// TestWatchDiscoveryErrorThenSuccess: the first discovery call (of
+// v1alpha1) fails with a 503, the second (v1alpha2) succeeds. ANP and BANP
+// are then unknown, not absent: the watch is not ready, Read fails, the
+// metric and one Warning Event per kind say so. The retry succeeds and the
+// watch reads the ANP.
+func TestWatchDiscoveryErrorThenSuccess(t *testing.T) {
+	release := make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce) // a failed test must not leave the retry blocked
+	var calls atomic.Int32
+	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: allServed}}
+	disc.AddReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
+		switch calls.Add(1) {
+		case 1:
+			return true, nil, apierrors.NewServiceUnavailable("etcd is away")
+		case 2:
+			return false, nil, nil
+		default:
+			// The retry waits until the test has seen the unknown state
+			// (the bound is on a hang, should the test end first).
+			select {
+			case <-release:
+			case <-time.After(10 * time.Second):
+			}
+			return false, nil, nil
+		}
+	})
+	rec := record.NewFakeRecorder(10)
+	w := fakeWatch(t, disc, rec)
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	err := w.Ready()
+	if err == nil || !strings.Contains(err.Error(), "adminnetworkpolicies") || !strings.Contains(err.Error(), "baselineadminnetworkpolicies") ||
+		!strings.Contains(err.Error(), "etcd is away") || strings.Contains(err.Error(), "clusternetworkpolicies") {
+		t.Errorf("Ready after a failed discovery of v1alpha1 = %v, want an error naming ANP and BANP, and why", err)
+	}
+	if _, _, _, err := w.Read(); err == nil {
+		t.Error("Read succeeds while ANP and BANP are unknown")
+	}
+	wantStates(t, w, "adminnetworkpolicies unknown", "baselineadminnetworkpolicies unknown", "clusternetworkpolicies watched")
+	var events []string
+	for len(rec.Events) > 0 {
+		events = append(events, <-rec.Events)
+	}
+	if len(events) != 2 || !strings.HasPrefix(events[0], "Warning "+EventDiscoveryFailed+" ") ||
+		!strings.Contains(events[0], "adminnetworkpolicies") || !strings.Contains(events[1], "baselineadminnetworkpolicies") {
+		t.Errorf("events = %q, want one Warning %s for ANP and one for BANP", events, EventDiscoveryFailed)
+	}
+
+	releaseOnce()
+	eventually(t, "ready after the retry", func() bool { return w.Ready() == nil })
+	eventually(t, "the ANP read", func() bool { return hasQuarantine(w) })
+	if _, _, _, err := w.Read(); err != nil {
+		t.Errorf("Read once every kind is known: %v", err)
+	}
+	wantStates(t, w, "adminnetworkpolicies watched", "baselineadminnetworkpolicies watched", "clusternetworkpolicies watched")
+	if len(rec.Events) > 0 {
+		t.Errorf("unexpected event after recovery: %q", <-rec.Events)
+	}
+}
+
+// TestWatchDiscoveryNotServed: a group version that is not found is a
+// known state (no CRD, no policies: ready); a later recheck finds it
+// served and watches it; a failing recheck leaves a watched kind watched
+// (like any informer through an outage); a kind no longer served is no
+// longer watched, and its objects leave the mirror.
+func TestWatchDiscoveryNotServed(t *testing.T) {
+	var installed, failing atomic.Bool
+	var calls atomic.Int32
+	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: allServed}}
+	disc.AddReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
+		calls.Add(1)
+		switch {
+		case failing.Load():
+			return true, nil, apierrors.NewServiceUnavailable("etcd is away")
+		case !installed.Load():
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{}, "")
+		}
+		return false, nil, nil
+	})
+	rec := record.NewFakeRecorder(10)
+	w := fakeWatch(t, disc, rec)
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Ready(); err != nil {
+		t.Errorf("Ready without the CRDs: %v, want ready", err)
+	}
+	if hasQuarantine(w) {
+		t.Error("the ANP is read while its kind is not served")
+	}
+	wantStates(t, w, "adminnetworkpolicies not-served", "baselineadminnetworkpolicies not-served", "clusternetworkpolicies not-served")
+
+	installed.Store(true)
+	waitStates(t, w, "adminnetworkpolicies watched", "baselineadminnetworkpolicies watched", "clusternetworkpolicies watched")
+	eventually(t, "the ANP read once served", func() bool { return hasQuarantine(w) && w.Ready() == nil })
+
+	failing.Store(true)
+	n := calls.Load()
+	eventually(t, "two more discovery rounds", func() bool { return calls.Load() >= n+4 })
+	if err := w.Ready(); err != nil || !hasQuarantine(w) {
+		t.Errorf("after failed rechecks of watched kinds: ready %v, ANP read %v; want ready with the ANP", err, hasQuarantine(w))
+	}
+	wantStates(t, w, "adminnetworkpolicies watched", "baselineadminnetworkpolicies watched", "clusternetworkpolicies watched")
+
+	failing.Store(false)
+	installed.Store(false)
+	waitStates(t, w, "adminnetworkpolicies not-served", "baselineadminnetworkpolicies not-served", "clusternetworkpolicies not-served")
+	if hasQuarantine(w) {
+		t.Error("the ANP is still read once its kind is no longer served")
+	}
+	if err := w.Ready(); err != nil {
+		t.Errorf("Ready once the CRDs are gone: %v, want ready", err)
+	}
+	if len(rec.Events) > 0 {
+		t.Errorf("unexpected event: %q", <-rec.Events)
+	}
+}
