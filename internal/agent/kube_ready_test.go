@@ -64,13 +64,13 @@ func TestAgentKubeReadyzAsksTheInput(t *testing.T) {
 // group versions, and not the lists and watches of their resources.
 var policyDiscovery = regexp.MustCompile(`^/apis/policy\.networking\.k8s\.io/[^/]+$`)
 
-// TestAgentKubeNotReadyWhileAdminKindsUnknown: while the API server answers
+// TestAgentKubeFaultNotReadyWhileAdminKindsUnknown: while the API server answers
 // the discovery of the admin policy kinds with 503 (injected in front of a
 // real API server), the agent does not program a cluster without them: a
 // pass fails, /readyz and /metrics say which kinds are unknown, and a
 // Warning Event on the node says why. Once discovery answers, the agent
 // programs the admin policies and is ready.
-func TestAgentKubeNotReadyWhileAdminKindsUnknown(t *testing.T) {
+func TestAgentKubeFaultNotReadyWhileAdminKindsUnknown(t *testing.T) {
 	c := kubetest.Start(t)
 	ctx := t.Context()
 	cs, err := kubernetes.NewForConfig(c.Config)

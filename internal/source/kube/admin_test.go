@@ -19,11 +19,11 @@ func adminVerdicts(t *testing.T, e *engine.Engine) bool {
 	return !allowed(t, e, "untrusted/intruder", "shop/batch") && allowed(t, e, "monitoring/prometheus", "shop/web")
 }
 
-// TestKubeWatchAPIServerDownAtStart starts a watch while the API server is
+// TestKubeFaultAPIServerDownAtStart starts a watch while the API server is
 // down, so that discovery fails, then starts the server: the admin policies
 // are read once they can be, and until then the watch is not ready and
 // Read fails, rather than report a cluster without admin policies.
-func TestKubeWatchAPIServerDownAtStart(t *testing.T) {
+func TestKubeFaultAPIServerDownAtStart(t *testing.T) {
 	c, _, _ := start(t)
 	ctx := t.Context()
 	c.StopAPIServer(t)
@@ -55,10 +55,10 @@ func TestKubeWatchAPIServerDownAtStart(t *testing.T) {
 	}
 }
 
-// TestKubeWatchCRDsInstalledLater: in a cluster without the
+// TestKubeFaultCRDsInstalledLater: in a cluster without the
 // network-policy-api CRDs the watch is ready (the kinds are known not to be
 // served); once they are installed, it watches them.
-func TestKubeWatchCRDsInstalledLater(t *testing.T) {
+func TestKubeFaultCRDsInstalledLater(t *testing.T) {
 	c := kubetest.StartWith(t, kubetest.Options{WithoutCRDs: true})
 	ctx := t.Context()
 	if err := c.Create(ctx, manifests(t, core)); err != nil {

@@ -111,12 +111,12 @@ func states(w *Watch, want ...string) error {
 	return testutil.CollectAndCompare(w, strings.NewReader(exp.String()), "netpol_admin_policy_resource_state")
 }
 
-// TestWatchDiscoveryErrorThenSuccess: the first discovery call (of
+// TestFaultDiscoveryErrorThenSuccess: the first discovery call (of
 // v1alpha1) fails with a 503, the second (v1alpha2) succeeds. ANP and BANP
 // are then unknown, not absent: the watch is not ready, Read fails, the
 // metric and one Warning Event per kind say so. The retry succeeds and the
 // watch reads the ANP.
-func TestWatchDiscoveryErrorThenSuccess(t *testing.T) {
+func TestFaultDiscoveryErrorThenSuccess(t *testing.T) {
 	release := make(chan struct{})
 	releaseOnce := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(releaseOnce) // a failed test must not leave the retry blocked
@@ -174,12 +174,12 @@ func TestWatchDiscoveryErrorThenSuccess(t *testing.T) {
 	}
 }
 
-// TestWatchDiscoveryNotServed: a group version that is not found is a
+// TestFaultDiscoveryNotServed: a group version that is not found is a
 // known state (no CRD, no policies: ready); a later recheck finds it
 // served and watches it; a failing recheck leaves a watched kind watched
 // (like any informer through an outage); a kind no longer served is no
 // longer watched, and its objects leave the mirror.
-func TestWatchDiscoveryNotServed(t *testing.T) {
+func TestFaultDiscoveryNotServed(t *testing.T) {
 	var installed, failing atomic.Bool
 	var calls atomic.Int32
 	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: allServed}}

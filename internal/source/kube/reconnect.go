@@ -34,7 +34,7 @@ var reconnect = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter
 // NewSharedIndexInformerWithOptions let a caller change it. After a
 // one-minute outage each informer slept up to a minute past the server's
 // return, so the first change after it waited as long: 62.6 s reported,
-// 25.6 s measured; 1.2 s with this (TestKubeWatchCatchesUpAfterOutage).
+// 25.6 s measured; 1.2 s with this (TestKubeFaultCatchesUpAfterOutage).
 // Answered here, those failures never reach the reflector's backoff.
 type reconnecting struct {
 	lw       cache.ListerWatcherWithContext
