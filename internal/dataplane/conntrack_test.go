@@ -48,11 +48,11 @@ func tracked(t *testing.T, proto uint8, src, dst, dnat netip.AddrPort) {
 
 func ap(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
 
-// TestLabConntrackJudgesTheTranslatedTuple: entries of connections through
+// TestLabFaultConntrackJudgesTheTranslatedTuple: entries of connections through
 // a Service address are judged by the backend and target port they reached
 // (what the rules see after DNAT), held before they are deleted, and only
 // the rejected ones go.
-func TestLabConntrackJudgesTheTranslatedTuple(t *testing.T) {
+func TestLabFaultConntrackJudgesTheTranslatedTuple(t *testing.T) {
 	netnstest.Run(t, func() {
 		// a -> Service 198.18.200.1:80, DNAT'd to b:8080 (denied below).
 		tracked(t, unix.IPPROTO_TCP, ap("198.18.0.1:40000"), ap("198.18.200.1:80"), ap("198.18.0.2:8080"))
@@ -102,10 +102,10 @@ func TestLabConntrackJudgesTheTranslatedTuple(t *testing.T) {
 	})
 }
 
-// TestLabConntrackHoldFailsStillCuts: when the connections cannot be held,
+// TestLabFaultConntrackHoldFailsStillCuts: when the connections cannot be held,
 // their entries go all the same and the hold's error is returned (a cut
 // without the hold still stops a connection whose denied side speaks next).
-func TestLabConntrackHoldFailsStillCuts(t *testing.T) {
+func TestLabFaultConntrackHoldFailsStillCuts(t *testing.T) {
 	netnstest.Run(t, func() {
 		tracked(t, unix.IPPROTO_TCP, ap("198.18.0.1:40000"), ap("198.18.0.2:8080"), netip.AddrPort{})
 		n, err := dataplane.Conntrack{}.Cut(context.Background(), func(l4.Conn) bool { return false },

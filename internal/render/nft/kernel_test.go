@@ -24,10 +24,10 @@ func TestLabSyncSendsElementsOverNetlink(t *testing.T) {
 	inNewNetns(t, func(nf knftables.Interface) { syncEveryWay(t, nf, false) })
 }
 
-// TestLabSyncDeletesLater: the same steps with the deletions in a later
+// TestLabFaultSyncDeletesLater: the same steps with the deletions in a later
 // transaction, as kernels before 6.2 need; the kernel ends every step
 // holding exactly what nft loads from scratch, leftovers gone.
-func TestLabSyncDeletesLater(t *testing.T) {
+func TestLabFaultSyncDeletesLater(t *testing.T) {
 	inNewNetns(t, func(nf knftables.Interface) { syncEveryWay(t, nf, true) })
 }
 

@@ -361,11 +361,11 @@ func (s *failingSink) Write([]dataplane.Element, dataplane.Unused) error {
 	return nil
 }
 
-// TestSyncRecoversAfterFailures: after a refused nft run, and after a
+// TestFaultSyncRecoversAfterFailures: after a refused nft run, and after a
 // refused netlink batch (the adds of its phase applied, the batch not),
 // the next sync reconciles with what the kernel holds and leaves exactly
 // the table that a sync from scratch makes.
-func TestSyncRecoversAfterFailures(t *testing.T) {
+func TestFaultSyncRecoversAfterFailures(t *testing.T) {
 	ctx := context.Background()
 	first := compileYAML(t, cluster)
 	next := compileYAML(t, strings.Replace(cluster, ", {ipBlock: {cidr: 198.18.2.0/24, except: [198.18.2.128/25]}}", "", 1))
