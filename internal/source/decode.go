@@ -139,16 +139,21 @@ func (d *Decoder) toJSON(origin diag.Origin, doc []byte) ([]byte, error) {
 	if len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed) {
 		return trimmed, nil
 	}
+	// One parse in the common case: the strict converter's output is the
+	// same when it succeeds; only a failure (a duplicate key, or input that
+	// is not YAML) pays for a second parse, which tells the two apart.
+	js, strictErr := yaml.YAMLToJSONStrict(doc)
+	if strictErr == nil {
+		return js, nil
+	}
 	js, err := yaml.YAMLToJSON(doc)
 	if err != nil {
 		return nil, err
 	}
-	if _, strictErr := yaml.YAMLToJSONStrict(doc); strictErr != nil {
-		msg := strings.TrimSpace(strings.TrimPrefix(strictErr.Error(), "error converting YAML to JSON:"))
-		msg = strings.Join(strings.Fields(strings.TrimPrefix(msg, "yaml: unmarshal errors:")), " ")
-		d.Diags = append(d.Diags, diag.Diagnostic{Severity: diag.Warning, Origin: origin,
-			Message: "duplicate field: the last value wins (" + msg + ")"})
-	}
+	msg := strings.TrimSpace(strings.TrimPrefix(strictErr.Error(), "error converting YAML to JSON:"))
+	msg = strings.Join(strings.Fields(strings.TrimPrefix(msg, "yaml: unmarshal errors:")), " ")
+	d.Diags = append(d.Diags, diag.Diagnostic{Severity: diag.Warning, Origin: origin,
+		Message: "duplicate field: the last value wins (" + msg + ")"})
 	return js, nil
 }
 
