@@ -3,6 +3,7 @@ package source_test
 import (
 	"bytes"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -113,12 +114,19 @@ func FuzzDecode(f *testing.F) {
 			if len(c.Pods) == 0 {
 				continue
 			}
+			m := e.ServiceMatrix(c.Pods[:1], c.Services)
+			for ci, col := range m.Columns {
+				_ = m.Reach(0, ci)
+				if src, err := e.Endpoint(c.Pods[0].Key()); err == nil {
+					_ = e.DecideService(src, col.Service, col.Port, netip.Addr{}).Summary()
+				}
+			}
 			pods := c.Pods
 			if len(pods) > 2 {
 				pods = pods[:2]
 			}
 			ports := []l4.Port{{Proto: l4.TCP, Num: 80}, {Proto: l4.UDP, Num: 53}}
-			m := e.Matrix(pods, pods, ports)
+			pm := e.Matrix(pods, pods, ports)
 			for i, s := range pods {
 				for j, d := range pods {
 					src, err := e.Endpoint(s.Key())
@@ -135,7 +143,7 @@ func FuzzDecode(f *testing.F) {
 							continue
 						}
 						_ = e.Decide(fl)
-						_ = m.Allowed(i, j, k)
+						_ = pm.Allowed(i, j, k)
 					}
 					if fl, err := e.NewFlow(src, dst, l4.PortSpec{Name: "http"}); err == nil {
 						_ = e.Decide(fl)
