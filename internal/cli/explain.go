@@ -49,9 +49,9 @@ part in the verdict. With --staged, explain also prints the staged verdict
 and its trace: the decision once the staged policies are enforced too.
 
 Exit status: 0 when the connection was decided, allowed or denied; with
---exit-code (as git diff --exit-code), 1 when it is denied (for a Service:
-when some backend is denied, or there is none, since a connection may land
-on any backend). 2 for invalid
+--exit-code (as git diff --exit-code), 1 when it is denied. A connection
+to a Service counts as denied when some backend is denied or there is none,
+since it may land on any backend. 2 for invalid
 input or flags, a path that does not exist, and a pod, node or port name
 that names nothing; any other failure is 2 too with --exit-code, so a CI
 gate never mistakes it for a denial, and 1 without.`,
