@@ -106,3 +106,48 @@ func TestExplainServiceJSON(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+// TestMatrixServices: sources x Service ports, in every format --services
+// takes. web-0 and web-1 reach themselves through their Service
+// (hairpin) but not each other.
+func TestMatrixServices(t *testing.T) {
+	tests := []struct {
+		format, want string
+	}{
+		{"text", `Service ports   (rows: from; backends reached: all, some, none; - no backends)
+             svc/shop/web:http=80/tcp
+ shop/client                     some
+  shop/web-0                     some
+  shop/web-1                     some
+`},
+		{"csv", `from,service,port,name,protocol,reach
+shop/client,shop/web,80,http,TCP,some
+shop/web-0,shop/web,80,http,TCP,some
+shop/web-1,shop/web,80,http,TCP,some
+`},
+	}
+	for _, tt := range tests {
+		code, out, stderr := run(t, svcCluster, "matrix", "-f", "-", "--services", "-o", tt.format)
+		if code != 0 || out != tt.want {
+			t.Errorf("-o %s: exit %d, stderr %s\ngot:\n%s\nwant:\n%s", tt.format, code, stderr, out, tt.want)
+		}
+	}
+	code, out, _ := run(t, svcCluster, "matrix", "-f", "-", "--services", "-o", "json", "-n", "shop", "-l", "app=client")
+	want := `[
+  {
+    "from": "shop/client",
+    "service": "shop/web",
+    "port": 80,
+    "name": "http",
+    "protocol": "TCP",
+    "reach": "some"
+  }
+]
+`
+	if code != 0 || out != want {
+		t.Errorf("-o json: exit %d\ngot:\n%s\nwant:\n%s", code, out, want)
+	}
+	if code, _, stderr := run(t, svcCluster, "matrix", "-f", "-", "--services", "--ports", "80"); code != 2 || !strings.Contains(stderr, "--services prints text, json or csv, and takes no --ports or --staged") {
+		t.Errorf("--services --ports: exit %d, stderr %s; want exit 2", code, stderr)
+	}
+}
