@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -150,4 +152,46 @@ shop/web-1,shop/web,80,http,TCP,some
 	if code, _, stderr := run(t, svcCluster, "matrix", "-f", "-", "--services", "--ports", "80"); code != 2 || !strings.Contains(stderr, "--services prints text, json or csv, and takes no --ports or --staged") {
 		t.Errorf("--services --ports: exit %d, stderr %s; want exit 2", code, stderr)
 	}
+}
+
+// TestDiffServices: a policy that moves from the Service port to the
+// target port shows in the Services section, in text and json.
+func TestDiffServices(t *testing.T) {
+	dir := t.TempDir()
+	old, new := filepath.Join(dir, "old.yaml"), filepath.Join(dir, "new.yaml")
+	policy := func(port string) string {
+		return strings.Replace(svcCluster, "ports: [{port: 8080}]", "ports: [{port: "+port+"}]", 1)
+	}
+	if err := os.WriteFile(old, []byte(policy("80")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(new, []byte(policy("http")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run(t, "", "diff", old, new)
+	want := `
+Services (pods of each namespace by the backends they reach: all, some, none)
+  shop -> svc/shop/web:http=80/tcp  2 some, 1 none -> 1 all, 2 some
+`
+	if code != 1 || !strings.HasSuffix(out, want) {
+		t.Errorf("exit %d, stderr %s\ngot:\n%s\nwant the end:\n%s", code, stderr, out, want)
+	}
+	_, out, _ = run(t, "", "diff", old, new, "-o", "json")
+	var v struct{ Services []serviceChangeJSON }
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(v.Services)
+	if want := `[{"fromNamespace":"shop","service":"shop/web","port":"http=80/tcp","old":"2 some, 1 none","new":"1 all, 2 some"}]`; string(got) != want {
+		t.Errorf("json services: got %s, want %s", got, want)
+	}
+}
+
+// serviceChangeJSON reads diff's JSON back with the field names it has.
+type serviceChangeJSON struct {
+	FromNamespace string `json:"fromNamespace"`
+	Service       string `json:"service"`
+	Port          string `json:"port"`
+	Old           string `json:"old"`
+	New           string `json:"new"`
 }
