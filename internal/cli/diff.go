@@ -42,6 +42,11 @@ ranges wherever a policy of either side or a declared container port draws
 a boundary, so "any/tcp except 8443" means exactly that. Pods that policy
 treats alike on both sides are shown together, as one entry.
 
+When the input has Services, a Services section lists the Service ports
+whose reach changed, per source namespace: how many of its pods reach all,
+some or none of the port's backends, before and after ("2 some, 1 none ->
+1 all, 2 some"; json: "services").
+
 --explain adds, for every changed range, the rule that decided an example
 flow on the egress and ingress sides, in OLD and in NEW.
 
@@ -212,7 +217,21 @@ func writeDiffText(w io.Writer, r *diff.Result, explain, colour bool) {
 		}
 		tw.Flush()
 	}
+	writeServiceChanges(w, r)
 	writePodLists(w, r, "")
+}
+
+// writeServiceChanges lists the Service ports whose reach changed.
+func writeServiceChanges(w io.Writer, r *diff.Result) {
+	if len(r.Services) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nServices (pods of each namespace by the backends they reach: all, some, none)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range r.Services {
+		fmt.Fprintf(tw, "  %s -> svc/%s:%s\t%s -> %s\n", c.FromNamespace, c.Service, c.Port, c.Old, c.New)
+	}
+	tw.Flush()
 }
 
 // writePodLists names the pods that were not compared; bullet prefixes

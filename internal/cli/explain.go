@@ -2,11 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"net/netip"
 
 	"github.com/spf13/cobra"
 
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/state"
 )
 
 // explainOptions are explain's flags.
@@ -32,17 +35,30 @@ the cluster is allowed too). PORT is a number or a container port name of the
 destination pod, optionally with a protocol: 80, 53/udp, http, dns/udp.
 Without a protocol a number means TCP.
 
+DST may also be a Service: svc/NAMESPACE/NAME, NAME.NAMESPACE.svc,
+NAME.NAMESPACE.svc.cluster.local or a cluster IP; PORT is then the
+Service's port number or name. Policy applies after the translation, so
+explain decides the connection once per backend (pod, address, target
+port, of the connection's address family) and prints each verdict with its
+trace, after a summary such as "reachable through 2 of 3 backends". A pod
+that reaches itself through its own Service (hairpin) is allowed, as a pod
+reaching its own address is.
+
 Policies annotated netpol.io/staged: "true" are not enforced and take no
 part in the verdict. With --staged, explain also prints the staged verdict
 and its trace: the decision once the staged policies are enforced too.
 
 Exit status: 0 when the connection was decided, allowed or denied; with
---exit-code (as git diff --exit-code), 1 when it is denied. 2 for invalid
+--exit-code (as git diff --exit-code), 1 when it is denied. A connection
+to a Service counts as denied when some backend is denied or there is none,
+since it may land on any backend. 2 for invalid
 input or flags, a path that does not exist, and a pod, node or port name
 that names nothing; any other failure is 2 too with --exit-code, so a CI
 gate never mistakes it for a denial, and 1 without.`,
 		Example: `  netpol explain -f examples/tenants --from blue-web/frontend-0 --to blue-db/postgres-0 --port 5432
   netpol explain -f cluster/ --from x/a --to 198.18.9.9 --port 53/udp -o json
+  netpol explain -f examples/services --from shop/frontend-0 --to svc/shop/web --port http
+  netpol explain -f cluster/ --from x/a --to kube-dns.kube-system.svc --port dns/udp -o json
   kubectl get ns,pods,netpol,anp,banp -A -o yaml | netpol explain -f - --from x/a --to y/b --port http
   netpol explain -f cluster/ --from x/a --to y/b --port 80 --staged
   netpol explain -f cluster/ --from x/a --to y/b --port 5432 --exit-code   # in CI: exit 1 when denied`,
@@ -62,8 +78,8 @@ gate never mistakes it for a denial, and 1 without.`,
 	}
 	o.in.register(cmd)
 	cmd.Flags().StringVar(&o.from, "from", "", "source: namespace/pod, node/NAME or IP")
-	cmd.Flags().StringVar(&o.to, "to", "", "destination: namespace/pod, node/NAME or IP")
-	cmd.Flags().StringVar(&o.port, "port", "", "destination port: 80, 80/tcp, 53/udp, or a named port such as http")
+	cmd.Flags().StringVar(&o.to, "to", "", "destination: namespace/pod, node/NAME, IP, or a Service: svc/NS/NAME, NAME.NS.svc[.cluster.local] or a cluster IP")
+	cmd.Flags().StringVar(&o.port, "port", "", "destination port: 80, 80/tcp, 53/udp, or a named port such as http (of the Service when --to is one)")
 	cmd.Flags().BoolVar(&o.staged, "staged", false, "also decide with the policies annotated netpol.io/staged enforced, and print both")
 	cmd.Flags().BoolVar(&o.exitCode, "exit-code", false, "exit 1 when the connection is denied (and 2 for every failure), as git diff --exit-code")
 	outputFlag(cmd, &o.output, "text", "json")
@@ -89,6 +105,11 @@ func (o *explainOptions) run(cmd *cobra.Command) (denied bool, err error) {
 	if err != nil {
 		return false, troubleError{fmt.Errorf("--from %w", err)}
 	}
+	if svc, ok, err := e.ServiceName(o.to); err != nil {
+		return false, troubleError{fmt.Errorf("--to %w", err)}
+	} else if ok {
+		return o.runService(cmd, e, src, svc, spec)
+	}
 	dst, err := e.Endpoint(o.to)
 	if err != nil {
 		return false, troubleError{fmt.Errorf("--to %w", err)}
@@ -110,11 +131,9 @@ func (o *explainOptions) run(cmd *cobra.Command) (denied bool, err error) {
 	}
 	w := cmd.OutOrStdout()
 	if o.output == "json" {
-		return !v.Allowed, writeJSON(w, explainJSON{
-			Allowed: v.Allowed, From: endpointJSON(flow.Src), To: endpointJSON(flow.Dst),
-			Port: int(flow.Port.Num), Protocol: flow.Port.Proto.String(),
-			Note: v.Note, Egress: v.Egress, Ingress: v.Ingress, Staged: sv,
-		})
+		out := flowJSON(flow, v)
+		out.Staged = sv
+		return !v.Allowed, writeJSON(w, out)
 	}
 	engine.WriteTrace(w, flow, v)
 	if sv != nil {
@@ -138,6 +157,15 @@ func stagedCount(e *engine.Engine) string {
 		return "1 staged policy"
 	}
 	return fmt.Sprintf("%d staged policies", n)
+}
+
+// flowJSON is the verdict on one flow as explain -o json prints it.
+func flowJSON(f engine.Flow, v engine.Verdict) explainJSON {
+	return explainJSON{
+		Allowed: v.Allowed, From: endpointJSON(f.Src), To: endpointJSON(f.Dst),
+		Port: int(f.Port.Num), Protocol: f.Port.Proto.String(),
+		Note: v.Note, Egress: v.Egress, Ingress: v.Ingress,
+	}
 }
 
 type explainJSON struct {
@@ -168,6 +196,98 @@ func endpointJSON(ep engine.Endpoint) endpointOut {
 		out.Kind = "pod"
 	case ep.Node != nil:
 		out.Kind = "node"
+	}
+	return out
+}
+
+// runService decides a connection to a Service port, once per backend, and
+// reports whether some backend is denied (or there is none).
+func (o *explainOptions) runService(cmd *cobra.Command, e *engine.Engine, src engine.Endpoint, svc *state.Service, spec l4.PortSpec) (denied bool, err error) {
+	port, err := engine.ServicePort(svc, spec)
+	if err != nil {
+		return false, troubleError{err}
+	}
+	var via netip.Addr // the cluster IP named: its family decides the backends
+	if ip, err := netip.ParseAddr(o.to); err == nil {
+		via = ip.Unmap()
+	}
+	v := e.DecideService(src, svc, port, via)
+	var sv *engine.ServiceVerdict
+	if o.staged {
+		sv = &v
+		if se := e.Staged(); se != nil {
+			d := se.DecideService(src, svc, port, via)
+			sv = &d
+		}
+	}
+	denied = v.Reachable < len(v.Backends) || len(v.Backends) == 0
+	w := cmd.OutOrStdout()
+	if o.output == "json" {
+		out := serviceExplainJSON{
+			Service: svc.Key(), Type: string(svc.Type), Port: servicePortOut(port),
+			From: endpointJSON(src), Summary: v.Summary(), Reachable: v.Reachable, Backends: backendsJSON(v),
+		}
+		if sv != nil {
+			out.Staged = &stagedServiceJSON{Summary: sv.Summary(), Reachable: sv.Reachable, Backends: backendsJSON(*sv)}
+		}
+		return denied, writeJSON(w, out)
+	}
+	writeServiceVerdict(w, src, v)
+	if sv != nil {
+		fmt.Fprintf(w, "\nstaged (%s): the verdict with the staged policies enforced too\n", stagedCount(e))
+		writeServiceVerdict(w, src, *sv)
+	}
+	return denied, nil
+}
+
+func writeServiceVerdict(w io.Writer, src engine.Endpoint, v engine.ServiceVerdict) {
+	fmt.Fprintf(w, "%s -> svc/%s port %s (targetPort %s): %s\n", src, v.Service.Key(), servicePortText(v.Port), v.Port.Target, v.Summary())
+	for _, b := range v.Backends {
+		fmt.Fprintln(w)
+		engine.WriteTrace(w, b.Flow, b.Verdict)
+	}
+}
+
+func servicePortText(p *state.ServicePort) string {
+	if p.Name == "" {
+		return p.Port.String()
+	}
+	return p.Name + " " + p.Port.String()
+}
+
+type serviceExplainJSON struct {
+	Service   string             `json:"service"`
+	Type      string             `json:"type"`
+	Port      servicePortJSON    `json:"port"`
+	From      endpointOut        `json:"from"`
+	Summary   string             `json:"summary"`
+	Reachable int                `json:"reachable"`
+	Backends  []explainJSON      `json:"backends"`
+	Staged    *stagedServiceJSON `json:"staged,omitempty"`
+}
+
+type stagedServiceJSON struct {
+	Summary   string        `json:"summary"`
+	Reachable int           `json:"reachable"`
+	Backends  []explainJSON `json:"backends"`
+}
+
+type servicePortJSON struct {
+	Name       string `json:"name,omitempty"`
+	Port       int    `json:"port"`
+	Protocol   string `json:"protocol"`
+	TargetPort string `json:"targetPort"`
+}
+
+func servicePortOut(p *state.ServicePort) servicePortJSON {
+	return servicePortJSON{Name: p.Name, Port: int(p.Port.Num), Protocol: p.Port.Proto.String(), TargetPort: p.Target.String()}
+}
+
+// backendsJSON is each backend's verdict in explain's one-flow shape.
+func backendsJSON(v engine.ServiceVerdict) []explainJSON {
+	out := make([]explainJSON, 0, len(v.Backends))
+	for _, b := range v.Backends {
+		out = append(out, flowJSON(b.Flow, b.Verdict))
 	}
 	return out
 }

@@ -22,7 +22,7 @@ func newMatrix() *cobra.Command {
 	var in inputFlags
 	var ports, output, selector string
 	var namespaces []string
-	var staged bool
+	var staged, services bool
 	cmd := &cobra.Command{
 		Use:   "matrix -f MANIFESTS",
 		Short: "Print which pods can reach which, on every port that matters",
@@ -43,14 +43,23 @@ CSV gain a "staged" verdict per cell).
 -o dot and -o svg draw the enforced verdicts as a graph: namespaces as
 boxes, each class of pods (within a namespace) as one node, an arrow where
 the class may connect to another, labelled with the ports. SVG is rendered
-by netpol itself (no Graphviz needed); DOT is for Graphviz (dot -Tpng).`,
+by netpol itself (no Graphviz needed); DOT is for Graphviz (dot -Tpng).
+
+With --services the columns are the ports of the input's Services instead:
+each cell says whether the source reaches all, some or none of the port's
+backends (policy applies after the Service translation, to each backend pod
+on its target port); '-' is a port without backends. Text, json and csv.`,
 		Example: `  netpol matrix -f examples/tenants
   netpol matrix -f examples/tenants --ports 80/tcp,53/udp -o csv
   netpol matrix -f cluster/ -n blue-web -n blue-db -l app=api -o json
   netpol matrix -f cluster/ --staged
-  netpol matrix -f examples/tenants -o svg > tenants.svg`,
+  netpol matrix -f examples/tenants -o svg > tenants.svg
+  netpol matrix -f examples/services --services -o csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if services && (ports != "" || staged || output == "md" || output == "dot" || output == "svg") {
+				return usageError{fmt.Errorf("--services prints text, json or csv, and takes no --ports or --staged")}
+			}
 			var portList []l4.Port
 			if ports != "" {
 				var err error
@@ -72,6 +81,9 @@ by netpol itself (no Graphviz needed); DOT is for Graphviz (dot -Tpng).`,
 			pods, err := filterPods(e.Cluster(), namespaces, sel)
 			if err != nil {
 				return err
+			}
+			if services {
+				return writeServiceMatrix(cmd.OutOrStdout(), output, e.ServiceMatrix(pods, e.Cluster().Services))
 			}
 			if portList == nil {
 				portList = declaredPorts(pods)
@@ -110,6 +122,7 @@ by netpol itself (no Graphviz needed); DOT is for Graphviz (dot -Tpng).`,
 	cmd.Flags().StringVar(&ports, "ports", "", "ports to decide, comma-separated: 80/tcp,53/udp (default: every declared container port)")
 	cmd.Flags().StringSliceVarP(&namespaces, "namespace", "n", nil, "only pods in these namespaces; repeatable")
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only pods whose labels match this selector, e.g. app=web,tier!=db")
+	cmd.Flags().BoolVar(&services, "services", false, "columns are Service ports: whether each source reaches all, some or none of their backends")
 	cmd.Flags().BoolVar(&staged, "staged", false, "also decide with the policies annotated netpol.io/staged enforced, and mark the cells that differ")
 	outputFlag(cmd, &output, "text", "json", "csv", "md", "dot", "svg")
 	return cmd
@@ -272,4 +285,61 @@ func writeMatrixMarkdown(w io.Writer, mm matrices) {
 			fmt.Fprintln(w)
 		}
 	}
+}
+
+// writeServiceMatrix prints sources x Service ports, each cell all, some or
+// none of the port's backends reached.
+func writeServiceMatrix(w io.Writer, output string, m *engine.ServiceMatrix) error {
+	if len(m.Sources) == 0 || len(m.Columns) == 0 {
+		return fmt.Errorf("nothing to decide: %d pods, %d Service ports", len(m.Sources), len(m.Columns))
+	}
+	switch output {
+	case "json":
+		type cell struct {
+			From    string `json:"from"`
+			Service string `json:"service"`
+			Port    int    `json:"port"`
+			Name    string `json:"name,omitempty"`
+			Proto   string `json:"protocol"`
+			Reach   string `json:"reach"`
+		}
+		var out []cell
+		for i, s := range m.Sources {
+			for j, c := range m.Columns {
+				out = append(out, cell{From: s.Key(), Service: c.Service.Key(), Port: int(c.Port.Port.Num), Name: c.Port.Name,
+					Proto: c.Port.Port.Proto.String(), Reach: m.Reach(i, j).String()})
+			}
+		}
+		return writeJSON(w, out)
+	case "csv":
+		cw := csv.NewWriter(w)
+		cw.Write([]string{"from", "service", "port", "name", "protocol", "reach"})
+		for i, s := range m.Sources {
+			for j, c := range m.Columns {
+				cw.Write([]string{s.Key(), c.Service.Key(), strconv.Itoa(int(c.Port.Port.Num)), c.Port.Name, c.Port.Port.Proto.String(), m.Reach(i, j).String()})
+			}
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+	fmt.Fprintln(w, "Service ports   (rows: from; backends reached: all, some, none; - no backends)")
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "\t")
+	for _, c := range m.Columns {
+		fmt.Fprintf(tw, "%s\t", c)
+	}
+	fmt.Fprintln(tw)
+	for i, s := range m.Sources {
+		fmt.Fprintf(tw, "%s\t", s.Key())
+		for j := range m.Columns {
+			r := m.Reach(i, j)
+			word := r.String()
+			if r == engine.ReachNoBackends {
+				word = "-"
+			}
+			fmt.Fprintf(tw, "%s\t", word)
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
 }

@@ -45,6 +45,9 @@ type Result struct {
 	AddedPods   []string `json:"addedPods"`   // namespace/name, in NEW only
 	RemovedPods []string `json:"removedPods"` // namespace/name, in OLD only
 	Groups      []Group  `json:"groups"`
+	// Services are the Service ports whose reach from a namespace's pods
+	// changed (all, some or none of the backends).
+	Services []ServiceChange `json:"services,omitempty"`
 }
 
 // Summary counts the changes.
@@ -60,7 +63,7 @@ type Summary struct {
 
 // Empty reports whether nothing changed: no flow and no pod.
 func (r *Result) Empty() bool {
-	return len(r.Groups) == 0 && len(r.AddedPods) == 0 && len(r.RemovedPods) == 0
+	return len(r.Groups) == 0 && len(r.AddedPods) == 0 && len(r.RemovedPods) == 0 && len(r.Services) == 0
 }
 
 // Group is every change from pods of one namespace to pods of another (or
@@ -152,6 +155,7 @@ func Compare(old, new *engine.Engine, opts Options) *Result {
 			r.AddedPods = append(r.AddedPods, q.Key())
 		}
 	}
+	r.Services = compareServices(old, new, oldPods, newPods)
 	segs := Segments(old, new)
 	r.Summary.PortSegments = len(segs)
 	if len(oldPods) == 0 {

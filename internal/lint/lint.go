@@ -39,6 +39,13 @@
 //	                                                v0.1.3 and later CRDs do not accept
 //	unknown-field                 error             an admin policy has a field its API does not: kubectl refuses it,
 //	                                                and read without it a rule matches other traffic than written
+//	service-port-not-target       warning           a NetworkPolicy port is a Service's port, but the Service translates
+//	                                                to another target port that the rule does not allow (policy applies
+//	                                                after the translation)
+//	service-target-port-undeclared warning          no pod a Service selects declares its named targetPort: the port has
+//	                                                no backends
+//	ipblock-cluster-ip            warning           an egress ipBlock or networks peer covers a Service's cluster IP, which
+//	                                                policy never sees (it sees the backends' pod addresses)
 //	input                         warning           a warning of reading the input (decoder, state, normalisation)
 //	no-pods                       info              the input has no pods: the checks that need pods were skipped
 package lint
@@ -101,6 +108,9 @@ const (
 	CodeDNSBlocked       = "dns-blocked"
 	CodeKEPField         = "kep-field"
 	CodeUnknownField     = "unknown-field"
+	CodeServicePort      = "service-port-not-target"
+	CodeServiceTarget    = "service-target-port-undeclared"
+	CodeClusterIPBlock   = "ipblock-cluster-ip"
 	CodeInput            = "input"
 	CodeNoPods           = "no-pods"
 )
@@ -130,6 +140,12 @@ var Rules = []Rule{
 		"Rewrite the peer in the released shape (namespaces is a label selector; pods has namespaceSelector and podSelector)."},
 	{CodeUnknownField, "An admin policy has a field its API does not",
 		"Fix the spelling: kubectl explain with the kind and field path lists the fields (kubectl explain adminnetworkpolicy.spec.egress)."},
+	{CodeServicePort, "A policy allows a Service's port where the backends listen on another",
+		"Policy applies after the Service translation: allow the target port (or its name), not the port clients dial."},
+	{CodeServiceTarget, "No selected pod declares the Service's named targetPort",
+		"The endpoint controller leaves out pods that do not declare the name: name the container port, or use a number."},
+	{CodeClusterIPBlock, "An egress ipBlock covers a Service's cluster IP",
+		"Policy sees the backends' pod addresses, never the cluster IP: select the backends with pod and namespace selectors."},
 	{CodeInput, "A warning about the input", "See the message."},
 	{CodeNoPods, "No pods in the input", "Add the namespaces and workloads (or pods) the policies apply to, or lint a live cluster."},
 }
@@ -216,6 +232,8 @@ func Run(e *engine.Engine, loaded diag.List, opts Options) []Finding {
 	}
 	l.input(loaded, reported)
 	l.kepFields()
+	l.serviceTargets()
+	l.clusterIPBlocks()
 	if len(l.space.classes) == 0 {
 		l.add(Finding{Severity: Info, Code: CodeNoPods, Object: inputRef,
 			Message: "the input has no pods: overlaps, overrides, shadowed rules, selectors, named ports and isolation were not checked",
@@ -226,6 +244,7 @@ func Run(e *engine.Engine, loaded diag.List, opts Options) []Finding {
 		l.shadowed()
 		l.selectors()
 		l.namedPorts()
+		l.servicePorts()
 		l.isolation()
 	}
 	sortFindings(l.out)

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/network-policy-api/apis/v1alpha1"
@@ -76,6 +77,8 @@ var constructors = map[kindKey]func() any{
 	{"v1", "Namespace"}:                                 func() any { return new(corev1.Namespace) },
 	{"v1", "Pod"}:                                       func() any { return new(corev1.Pod) },
 	{"v1", "Node"}:                                      func() any { return new(corev1.Node) },
+	{"v1", "Service"}:                                   func() any { return new(corev1.Service) },
+	{"discovery.k8s.io/v1", "EndpointSlice"}:            func() any { return new(discoveryv1.EndpointSlice) },
 	{"v1", "ReplicationController"}:                     func() any { return new(corev1.ReplicationController) },
 	{"apps/v1", "Deployment"}:                           func() any { return new(appsv1.Deployment) },
 	{"apps/v1", "StatefulSet"}:                          func() any { return new(appsv1.StatefulSet) },

@@ -170,6 +170,31 @@ func TestDecode(t *testing.T) {
 			},
 		},
 		{
+			// Destinations: a Service leads to backends, an EndpointSlice
+			// names them; both as kubectl get svc,endpointslices -o yaml
+			// returns them (typed lists) and one by one.
+			name: "Service and EndpointSlice",
+			in: "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: x}\nspec: {clusterIPs: [10.96.0.1, \"fd00:96::1\"], selector: {app: web}, ports: [{name: http, port: 80, targetPort: http}, {name: dns, port: 53, protocol: UDP, targetPort: 5353}]}\n---\n" +
+				"apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: web-1, namespace: x, labels: {kubernetes.io/service-name: web}}\naddressType: IPv4\nports: [{name: http, port: 8080}]\nendpoints: [{addresses: [198.18.0.1], conditions: {ready: true}, targetRef: {kind: Pod, name: a}}]\n---\n" +
+				"apiVersion: v1\nkind: ServiceList\nitems: [{metadata: {name: db, namespace: x}, spec: {clusterIP: None}}]\n---\n" +
+				"apiVersion: discovery.k8s.io/v1\nkind: EndpointSliceList\nitems: [{metadata: {name: db-1, namespace: x}, addressType: IPv6, endpoints: []}]\n",
+			objs: []wantObj{
+				{Kind: "Service", Namespace: "x", Name: "web", Type: "*v1.Service", Origin: at(1, 0)},
+				{Kind: "EndpointSlice", Namespace: "x", Name: "web-1", Type: "*v1.EndpointSlice", Origin: at(2, 0)},
+				{Kind: "Service", Namespace: "x", Name: "db", Type: "*v1.Service", Origin: at(3, 1)},
+				{Kind: "EndpointSlice", Namespace: "x", Name: "db-1", Type: "*v1.EndpointSlice", Origin: at(4, 1)},
+			},
+		},
+		{
+			name: "EndpointSlice of the retired v1beta1 API; a Service field of the wrong type",
+			in: "apiVersion: discovery.k8s.io/v1beta1\nkind: EndpointSlice\nmetadata: {name: s, namespace: x}\naddressType: IPv4\nendpoints: []\n---\n" +
+				"apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: x}\nspec: {ports: [{port: http}]}\n",
+			diags: []wantDiag{
+				{diag.Error, "apiVersion", `unsupported apiVersion "discovery.k8s.io/v1beta1" for kind EndpointSlice (want discovery.k8s.io/v1)`},
+				{diag.Error, "spec.ports.port", "wrong type: got string, want int32"},
+			},
+		},
+		{
 			name: "typed list: an item's own kind and apiVersion win",
 			in:   "apiVersion: v1\nkind: PodList\nitems: [{apiVersion: v1, kind: Namespace, metadata: {name: x}}, {metadata: {name: a, namespace: x}}]\n",
 			objs: []wantObj{

@@ -3,6 +3,7 @@ package source_test
 import (
 	"bytes"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -38,6 +39,11 @@ var fuzzSeeds = []string{
 	"apiVersion: policy.networking.k8s.io/v1alpha1\nkind: BaselineAdminNetworkPolicy\nmetadata: {name: default}\nspec: {subject: {namespaces: {}}, ingress: [{action: Deny, from: [{namespaces: {notSameLabels: [t]}}]}]}\n",
 	"apiVersion: policy.networking.k8s.io/v1alpha2\nkind: ClusterNetworkPolicy\nmetadata: {name: c}\nspec: {tier: Baseline, priority: 1, subject: {namespaces: {}}, ingress: [{action: Accept, from: [{namespaces: {}}], protocols: [{tcp: {destinationPort: {number: 80}}}, {udp: {destinationPort: {range: {start: 1, end: 99}}}}, {destinationNamedPort: dns}]}]}\n",
 	"apiVersion: policy.networking.k8s.io/v1alpha2\nkind: ClusterNetworkPolicy\nmetadata: {name: c2}\nspec: {tier: Admin, priority: 0, subject: {pods: {namespaceSelector: {}, podSelector: {}}}, egress: [{action: Pass, to: [{networks: [\"fd00::/8\"]}]}]}\n",
+	"apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: x}\nspec: {type: NodePort, clusterIPs: [10.96.0.1, \"fd00:96::1\"], selector: {app: a}, ports: [{name: http, port: 80, targetPort: http, nodePort: 30080}, {name: dns, port: 53, protocol: UDP, targetPort: 53}]}\n",
+	"apiVersion: v1\nkind: Service\nmetadata: {name: head, namespace: x}\nspec: {clusterIP: None, selector: {app: a}, ports: [{port: 80}]}\n",
+	"apiVersion: v1\nkind: Service\nmetadata: {name: ext, namespace: x}\nspec: {type: ExternalName, externalName: db.example.com}\n",
+	"apiVersion: v1\nkind: Service\nmetadata: {name: manual, namespace: x}\nspec: {clusterIP: 10.96.0.2, ports: [{name: http, port: 80}]}\n",
+	"apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: manual-1, namespace: x, labels: {kubernetes.io/service-name: manual}}\naddressType: IPv4\nports: [{name: http, port: 8080, protocol: TCP}]\nendpoints: [{addresses: [198.18.0.5], targetRef: {kind: Pod, name: a}}, {addresses: [203.0.113.1], conditions: {ready: false}}, {addresses: [198.18.9.9], targetRef: {kind: Pod, name: gone}}]\n",
 	`{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"replicas": 3, "template": {"spec": {"containers": []}}}}]}`,
 	`{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "x"}} {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b", "namespace": "x"}}`,
 	"---\n---\nkind: x\n",
@@ -108,12 +114,19 @@ func FuzzDecode(f *testing.F) {
 			if len(c.Pods) == 0 {
 				continue
 			}
+			m := e.ServiceMatrix(c.Pods[:1], c.Services)
+			for ci, col := range m.Columns {
+				_ = m.Reach(0, ci)
+				if src, err := e.Endpoint(c.Pods[0].Key()); err == nil {
+					_ = e.DecideService(src, col.Service, col.Port, netip.Addr{}).Summary()
+				}
+			}
 			pods := c.Pods
 			if len(pods) > 2 {
 				pods = pods[:2]
 			}
 			ports := []l4.Port{{Proto: l4.TCP, Num: 80}, {Proto: l4.UDP, Num: 53}}
-			m := e.Matrix(pods, pods, ports)
+			pm := e.Matrix(pods, pods, ports)
 			for i, s := range pods {
 				for j, d := range pods {
 					src, err := e.Endpoint(s.Key())
@@ -130,7 +143,7 @@ func FuzzDecode(f *testing.F) {
 							continue
 						}
 						_ = e.Decide(fl)
-						_ = m.Allowed(i, j, k)
+						_ = pm.Allowed(i, j, k)
 					}
 					if fl, err := e.NewFlow(src, dst, l4.PortSpec{Name: "http"}); err == nil {
 						_ = e.Decide(fl)

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -71,6 +72,10 @@ func Build(objects []source.Object, opts Options) (*Cluster, diag.List) {
 		case *batchv1.CronJob:
 			name := v.Name + "-" + fmt.Sprintf("%08d", hash32(v.Namespace+"/"+v.Name)%100000000)
 			b.addReplicas(o, v.Namespace, name, "CronJob", 1, &v.Spec.JobTemplate.Spec.Template, jobLabels(name))
+		case *corev1.Service:
+			b.addService(o, v)
+		case *discoveryv1.EndpointSlice:
+			b.addEndpointSlice(o, v)
 		case *networkingv1.NetworkPolicy:
 			b.namespace(defaultNS(v.Namespace))
 			b.c.Policies = append(b.c.Policies, o)
@@ -82,6 +87,7 @@ func Build(objects []source.Object, opts Options) (*Cluster, diag.List) {
 	b.placePods()
 	b.assignAddresses()
 	b.c.index()
+	b.resolveServices()
 	return b.c, b.diags
 }
 
@@ -92,6 +98,9 @@ type builder struct {
 	seen  map[string]diag.Origin // "Kind ns/name" -> first origin, to catch duplicates
 	// finished are the pods in phase Succeeded or Failed, left out.
 	finished []string
+	// services and slices wait for every pod (resolveServices).
+	services []pendingService
+	slices   []pendingSlice
 }
 
 // finishedNamed is how many finished pods the finding names: a cluster
@@ -251,6 +260,9 @@ func (b *builder) addPod(o source.Object, podLabels map[string]string, namespace
 		}
 	}
 	if status != nil {
+		for _, c := range status.Conditions {
+			p.NotReady = p.NotReady || c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse
+		}
 		ips := status.PodIPs
 		if len(ips) == 0 && status.PodIP != "" {
 			ips = []corev1.PodIP{{IP: status.PodIP}}

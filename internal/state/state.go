@@ -1,6 +1,7 @@
 // Package state is the cluster snapshot: namespaces, pods and nodes, built from
 // decoded objects, with workloads expanded to the pods their controllers would
-// create and every pod given an address. It sits below source and above policy
+// create and every pod given an address; and Services with the backends their
+// ports lead to (service.go). It sits below source and above policy
 // in the data flow; it must not import policy, engine or cli.
 package state
 
@@ -44,7 +45,11 @@ type Pod struct {
 	HostNetwork bool
 	Ports       []ContainerPort
 	Owner       string // "Deployment web" for pods made from a workload
-	Origin      diag.Origin
+	// NotReady is a pod whose status says Ready=False: the endpoint
+	// controller leaves it out of its Services' backends. A pod without the
+	// condition (a workload's, a manifest without status) counts as ready.
+	NotReady bool
+	Origin   diag.Origin
 }
 
 // Before is the order of a snapshot's pods (and so of their IDs): by
@@ -94,6 +99,9 @@ type Cluster struct {
 	Namespaces []*Namespace
 	Pods       []*Pod
 	Nodes      []*Node
+	// Services are the Services of the input with their backends, sorted
+	// by namespace/name.
+	Services []*Service
 	// Policies are the policy objects of the input, in input order, for the
 	// policy layer to normalise.
 	Policies []source.Object
@@ -106,6 +114,10 @@ type Cluster struct {
 	podsByIP   map[netip.Addr]int32
 	nodesByIP  map[netip.Addr]*Node
 	podsByNS   map[*Namespace]span // pods are sorted by namespace first
+	// services and servicesByIP look up Services by "namespace/name" and
+	// cluster IP.
+	services     map[string]*Service
+	servicesByIP map[netip.Addr]*Service
 }
 
 // span is the IDs [first, end) of a namespace's pods.

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/netpol/netpol/internal/diag"
@@ -59,7 +60,7 @@ func (b *Builder) Build(objects []source.Object) (*Cluster, diag.List) {
 // isClusterObject reports whether state models v (the rest are policies).
 func isClusterObject(v any) bool {
 	switch v.(type) {
-	case *corev1.Namespace, *corev1.Node, *corev1.Pod:
+	case *corev1.Namespace, *corev1.Node, *corev1.Pod, *corev1.Service, *discoveryv1.EndpointSlice:
 		return true
 	}
 	return isWorkload(v)
@@ -71,7 +72,10 @@ func isClusterObject(v any) bool {
 // gives it), the pods after them are renumbered (copies, with their new
 // IDs).
 func (b *Builder) update(objects []source.Object) (*Cluster, bool) {
-	if b.last == nil {
+	if b.last == nil || len(b.last.Services) > 0 {
+		// Backends are derived from pods: a pod that changes in place
+		// may join or leave a Service, so a snapshot with Services is
+		// built anew (the agent does not read Services).
 		return nil, false
 	}
 	next := *b.last // the look-ups hold IDs and names, which stay

@@ -46,6 +46,8 @@ var (
 	kindPod           = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 	kindNode          = metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}
 	kindNetworkPolicy = metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"}
+	kindService       = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
+	kindEndpointSlice = metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"}
 )
 
 // List reads every object policy needs once, as the CLI does for a live
@@ -80,7 +82,24 @@ func List(ctx context.Context, cfg *rest.Config, opts source.Options) ([]source.
 		return nil, nil, fmt.Errorf("listing pods: %w", err)
 	}
 	for i := range pods.Items {
-		m.set(StripPod(&pods.Items[i]), kindPod)
+		m.set(withReady(StripPod(&pods.Items[i]), &pods.Items[i]), kindPod)
+	}
+	// Services and EndpointSlices are read once here, for explain, matrix
+	// and lint; the agent's Watch does not watch them, as they never change
+	// the programmed rules.
+	svcs, err := cs.CoreV1().Services("").List(ctx, list)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing Services: %w", err)
+	}
+	for i := range svcs.Items {
+		m.set(&svcs.Items[i], kindService)
+	}
+	eps, err := cs.DiscoveryV1().EndpointSlices("").List(ctx, list)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing EndpointSlices: %w", err)
+	}
+	for i := range eps.Items {
+		m.set(&eps.Items[i], kindEndpointSlice)
 	}
 	nps, err := cs.NetworkingV1().NetworkPolicies("").List(ctx, list)
 	if err != nil {
@@ -123,6 +142,19 @@ func StripPod(p *corev1.Pod) *corev1.Pod {
 		}
 	}
 	return out
+}
+
+// withReady adds the pod's Ready condition to its stripped copy: the
+// endpoint controller leaves pods that are not ready out of their Services'
+// backends. Only List keeps it; the agent's informers strip it, so that
+// readiness flapping costs the agent nothing.
+func withReady(stripped, p *corev1.Pod) *corev1.Pod {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			stripped.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	return stripped
 }
 
 // StripNode keeps what policy needs of a node: its labels (node peers

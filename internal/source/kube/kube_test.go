@@ -41,6 +41,11 @@ kind: Namespace
 metadata: {name: monitoring}
 ` + pods + `
 ---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec: {selector: {app: web}, ports: [{name: http, port: 80, targetPort: http}]}
+---
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
 metadata: {name: web, namespace: shop}
@@ -162,6 +167,15 @@ func TestKubeListDecidesLikeFiles(t *testing.T) {
 		t.Fatalf("decoding the cluster's objects: %v", err)
 	}
 	e := build(t, objs)
+	// The Service and its backend, from the selector: no controller-manager
+	// runs here to write EndpointSlices.
+	svc := e.Cluster().Service("shop", "web")
+	if svc == nil || len(svc.ClusterIPs) == 0 || len(svc.Ports) != 1 || len(svc.Ports[0].Backends) != 1 {
+		t.Fatalf("Service shop/web: got %+v, want one port with one backend", svc)
+	}
+	if b := svc.Ports[0].Backends[0]; b.Pod == nil || b.Pod.Key() != "shop/web" || b.Port.String() != "8080/tcp" {
+		t.Errorf("backend of shop/web http: got %+v, want shop/web on 8080/tcp", b)
+	}
 	for _, c := range []struct {
 		from, to string
 		want     bool
