@@ -17,6 +17,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync"
 	"slices"
 	"time"
 
@@ -99,6 +100,9 @@ type Status struct {
 	Error      string    `json:"error,omitempty"`
 	Stats      nft.Stats `json:"stats"`
 	Cut        int       `json:"conntrackCut"`
+	// CutFor is the input whose conntrack cut is done (Cut counts it):
+	// equal to Programmed once the connections it denies are cut.
+	CutFor string `json:"conntrackCutFor,omitempty"`
 	// Repaired counts the times the agent found its table changed by
 	// someone else and programmed it again; Drift says what it found
 	// last.
@@ -126,8 +130,11 @@ type Agent struct {
 	logged     map[string]bool // the findings of the last pass, logged
 	builder    *pipeline.Builder
 	compiler   compile.Compiler
+	cuts *cutter // nil: cuts are made within the pass (see cutAfter)
 	// held are the connections this agent cut and holds in the kernel's
-	// cut sets, with the order they were held in (see remember).
+	// cut sets, with the order they were held in (see remember); the
+	// cutter's goroutine and the loop share them.
+	heldMu  sync.Mutex
 	held    map[l4.Conn]uint64
 	heldSeq uint64
 	// generation is the kernel's nftables generation after the agent's
@@ -163,6 +170,10 @@ func New(cfg Config, renderer *nft.Renderer, logTx func(string)) *Agent {
 // retried after a bounded exponential backoff, or at once when the input
 // changes; the kernel keeps the last rules that were programmed.
 func (a *Agent) Run(ctx context.Context) error {
+	if a.cfg.Conntrack != nil && !a.cfg.DryRun {
+		a.cuts = newCutter()
+		go a.cutLoop(ctx)
+	}
 	failures := 0
 	for {
 		a.health.tick()
@@ -189,6 +200,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-timer.C:
 		case <-a.cfg.Input.Changed(): // a nil channel never fires
 			timer.Stop()
+		case r := <-a.cuts.results(): // nil without a cutter
+			timer.Stop()
+			a.cutDone(r)
 		}
 	}
 }
@@ -254,7 +268,10 @@ func (a *Agent) CheckKernel(ctx context.Context) error {
 		return err
 	}
 	// A table that someone deleted took the held connections with it.
-	if err := a.renderer.Hold(ctx, slices.Collect(maps.Keys(a.held))); err != nil {
+	a.heldMu.Lock()
+	held := slices.Collect(maps.Keys(a.held))
+	a.heldMu.Unlock()
+	if err := a.renderer.Hold(ctx, held); err != nil {
 		return fmt.Errorf("holding the cut connections again: %w", err)
 	}
 	return nil
@@ -323,10 +340,10 @@ func (a *Agent) Pass(ctx context.Context) error {
 		a.metrics.latency.Observe(time.Since(noticed).Seconds())
 		a.health.programmed()
 	}
-	a.status.Cut = 0
 	if a.cfg.Conntrack != nil && !a.cfg.DryRun && a.status.Stats.Operations > 0 {
-		a.status.Cut = a.cut(ctx, e, ir)
-		a.metrics.cut.Add(float64(a.status.Cut))
+		a.cutAfter(ctx, cutJob{e: e, local: localPods(ir), input: fp})
+	} else {
+		a.status.Cut, a.status.CutFor = 0, fp // nothing to cut
 	}
 	if !a.cfg.DryRun {
 		a.wrote()
@@ -356,80 +373,6 @@ func (a *Agent) wrote() {
 		return
 	}
 	a.generation = gen
-}
-
-// cut deletes the conntrack entries of connections to or from local pods
-// that e denies, holding them in the kernel's cut sets first (nft.CutHold
-// says why), and releases held connections that e allows again. It runs
-// only after a pass that changed what the kernel enforces: a pass that
-// changed nothing cannot have denied anything.
-func (a *Agent) cut(ctx context.Context, e *engine.Engine, ir *compile.IR) int {
-	local := make(map[string]bool, len(ir.Pods))
-	for _, p := range ir.Pods {
-		local[p.Pod] = true
-	}
-	ours := func(c l4.Conn) (engine.Flow, bool) {
-		f := engine.Flow{Src: endpoint(e, c.Src.Addr()), Dst: endpoint(e, c.Dst.Addr()), Port: c.Port()}
-		return f, isLocal(f.Src, local) || isLocal(f.Dst, local)
-	}
-	if a.held == nil {
-		// A restarted agent: the kernel still holds what its predecessor
-		// cut.
-		held, err := a.renderer.Held(ctx)
-		if err != nil {
-			klog.ErrorS(err, "Listing the held connections", "node", a.cfg.Node)
-		}
-		a.remember(held)
-	}
-	var again []l4.Conn
-	for c := range a.held {
-		if f, ok := ours(c); !ok || e.Allowed(f) {
-			again = append(again, c)
-		}
-	}
-	if err := a.renderer.Release(ctx, again); err != nil {
-		klog.ErrorS(err, "Releasing connections that the policies allow again failed", "node", a.cfg.Node)
-	} else {
-		for _, c := range again {
-			delete(a.held, c)
-		}
-	}
-	n, err := a.cfg.Conntrack.Cut(ctx, func(c l4.Conn) bool {
-		f, ok := ours(c)
-		return !ok || e.Allowed(f) // not ours to judge, or allowed
-	}, func(conns []l4.Conn) error {
-		a.remember(conns) // held or not, released when allowed again
-		if err := a.renderer.Hold(ctx, conns); err != nil {
-			return fmt.Errorf("holding %d connections in the cut sets (cut without the hold): %w", len(conns), err)
-		}
-		return nil
-	})
-	if err != nil {
-		klog.ErrorS(err, "Cutting denied connections failed", "node", a.cfg.Node)
-	}
-	return n
-}
-
-// remember keeps the connections held, to release them when a later
-// change allows them. The memory is bounded: past four times the cut
-// sets' capacity, all but the newest two capacities are forgotten (the
-// kernel still holds those until they have been quiet for nft.CutHold).
-func (a *Agent) remember(conns []l4.Conn) {
-	if a.held == nil {
-		a.held = map[l4.Conn]uint64{}
-	}
-	for _, c := range conns {
-		a.heldSeq++
-		a.held[c] = a.heldSeq
-	}
-	if len(a.held) > 4*nft.CutCapacity {
-		cutoff := a.heldSeq - 2*nft.CutCapacity
-		for c, seq := range a.held {
-			if seq <= cutoff {
-				delete(a.held, c)
-			}
-		}
-	}
 }
 
 func (a *Agent) observe(took time.Duration, pods int) {

@@ -93,7 +93,10 @@ func measureChanges(b *testing.B, w *kube.Watch, cs kubernetes.Interface, objs [
 	node := synth.NodeName(0)
 	renderer := nft.New(iface)
 	renderer.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
-	a := agent.New(agent.Config{Node: node, Input: in, Pipeline: pipeline.Options{SkipInvalid: true}}, renderer, nil)
+	// As `netpol agent` runs: the conntrack cut after every pass that
+	// changes the kernel, the drift check after every pass.
+	a := agent.New(agent.Config{Node: node, Input: in, Pipeline: pipeline.Options{SkipInvalid: true},
+		Conntrack: dataplane.Conntrack{}, Generation: dataplane.Generation}, renderer, nil)
 	if err := a.Pass(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -165,6 +168,9 @@ func measureChanges(b *testing.B, w *kube.Watch, cs kubernetes.Interface, objs [
 					b.Fatalf("change %d never reached the agent", i)
 				}
 				if err := a.Pass(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if err := a.CheckKernel(ctx); err != nil {
 					b.Fatal(err)
 				}
 			}

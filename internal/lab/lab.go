@@ -362,7 +362,8 @@ func (l *Lab) WriteManifests(data []byte) error {
 	return os.Rename(tmp, path)
 }
 
-// WaitProgrammed waits until every agent enforces the current manifests.
+// WaitProgrammed waits until every agent enforces the current manifests
+// and has cut the open connections they deny.
 // An agent that reports an error for them is waited for too: the agent
 // retries (a kernel that refused one transaction takes the next), so an
 // error is the answer only if it is still there when the time is up.
@@ -379,8 +380,8 @@ func (l *Lab) WaitProgrammed(ctx context.Context, timeout time.Duration) error {
 		for _, n := range l.Nodes {
 			st, err := agent.ReadStatus(l.statusFile(n.Name))
 			switch {
-			case err == nil && st.Programmed == want:
-				continue
+			case err == nil && st.Programmed == want && st.CutFor == want:
+				continue // programmed, and the connections it denies cut
 			case err == nil && st.Input == want && st.Error != "":
 				failing = fmt.Sprintf("agent of %s: %s", n.Name, st.Error)
 			}

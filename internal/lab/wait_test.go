@@ -42,7 +42,7 @@ func TestWaitProgrammedOutlastsATransientError(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- l.WaitProgrammed(context.Background(), 10*time.Second) }()
 	time.Sleep(100 * time.Millisecond) // the error is seen a few times
-	status(agent.Status{Node: "node-1", Input: fp, Programmed: fp})
+	status(agent.Status{Node: "node-1", Input: fp, Programmed: fp, CutFor: fp})
 	if err := <-done; err != nil {
 		t.Fatalf("after the agent's retry programmed: %v", err)
 	}
