@@ -17,8 +17,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sync"
 	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -130,7 +130,7 @@ type Agent struct {
 	logged     map[string]bool // the findings of the last pass, logged
 	builder    *pipeline.Builder
 	compiler   compile.Compiler
-	cuts *cutter // nil: cuts are made within the pass (see cutAfter)
+	cuts       *cutter // nil: cuts are made within the pass (see cutAfter)
 	// held are the connections this agent cut and holds in the kernel's
 	// cut sets, with the order they were held in (see remember); the
 	// cutter's goroutine and the loop share them.
@@ -170,10 +170,7 @@ func New(cfg Config, renderer *nft.Renderer, logTx func(string)) *Agent {
 // retried after a bounded exponential backoff, or at once when the input
 // changes; the kernel keeps the last rules that were programmed.
 func (a *Agent) Run(ctx context.Context) error {
-	if a.cfg.Conntrack != nil && !a.cfg.DryRun {
-		a.cuts = newCutter()
-		go a.cutLoop(ctx)
-	}
+	a.CutInBackground(ctx)
 	failures := 0
 	for {
 		a.health.tick()

@@ -59,15 +59,19 @@ func (c *cutter) results() <-chan cutResult {
 	return c.done
 }
 
-// request queues job, replacing one that has not started.
-func (c *cutter) request(job cutJob) {
+// request queues job, replacing one that has not started: the newer engine
+// judges every connection the older would have.
+func (c *cutter) request(job cutJob) { replace(c.jobs, job) }
+
+// replace puts v in ch (of capacity 1), dropping what waits there.
+func replace[T any](ch chan T, v T) {
 	for {
 		select {
-		case c.jobs <- job:
+		case ch <- v:
 			return
 		default:
 			select {
-			case <-c.jobs: // not started: the newer job judges for it
+			case <-ch:
 			default:
 			}
 		}
@@ -104,20 +108,24 @@ func (a *Agent) cutDone(r cutResult) {
 	}
 }
 
-func (a *Agent) cutLoop(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case job := <-a.cuts.jobs:
-			r := cutResult{input: job.input, n: a.cut(ctx, job)}
+// CutInBackground has the passes that follow hand their conntrack cuts to
+// a goroutine of its own, until ctx ends; Run does this. The loop takes
+// the results (the newest, when it falls behind) into the status.
+func (a *Agent) CutInBackground(ctx context.Context) {
+	if a.cfg.Conntrack == nil || a.cfg.DryRun || a.cuts != nil {
+		return
+	}
+	a.cuts = newCutter()
+	go func() {
+		for {
 			select {
-			case a.cuts.done <- r:
 			case <-ctx.Done():
 				return
+			case job := <-a.cuts.jobs:
+				replace(a.cuts.done, cutResult{input: job.input, n: a.cut(ctx, job)})
 			}
 		}
-	}
+	}()
 }
 
 // cut deletes the conntrack entries of connections to or from local pods

@@ -94,9 +94,11 @@ func measureChanges(b *testing.B, w *kube.Watch, cs kubernetes.Interface, objs [
 	renderer := nft.New(iface)
 	renderer.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
 	// As `netpol agent` runs: the conntrack cut after every pass that
-	// changes the kernel, the drift check after every pass.
+	// changes the kernel (in the background, as in Run), the drift check
+	// after every pass.
 	a := agent.New(agent.Config{Node: node, Input: in, Pipeline: pipeline.Options{SkipInvalid: true},
 		Conntrack: dataplane.Conntrack{}, Generation: dataplane.Generation}, renderer, nil)
+	a.CutInBackground(ctx) // as Run does
 	if err := a.Pass(ctx); err != nil {
 		b.Fatal(err)
 	}
