@@ -51,6 +51,31 @@ func TestUnknownFieldInAdminPolicy(t *testing.T) {
 	}
 }
 
+// npPortTypo is a NetworkPolicy whose rule says port: for ports:. Read
+// without the field, its rule would admit batch on every port of web.
+const npPortTypo = `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: batch-http, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: web}}
+  ingress: [{from: [{podSelector: {matchLabels: {app: batch}}}], port: [{port: 9999}]}]
+`
+
+// TestUnknownFieldInNetworkPolicy: a NetworkPolicy is read as strictly as
+// an admin policy: the same widening, the same kubectl refusal.
+func TestUnknownFieldInNetworkPolicy(t *testing.T) {
+	file := writeInput(t, npPortTypo)
+	want := file + " (document 5): NetworkPolicy shop/batch-http: spec.ingress[0].port: unknown field"
+	code, out, stderr := run(t, "", "explain", "-f", file, "--from", "shop/batch", "--to", "shop/web", "--port", "80")
+	if code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("explain: exit %d, stderr:\n%s\nwant exit 2 and %q (stdout %q)", code, stderr, want, out)
+	}
+	code, out, _ = run(t, "", "explain", "-f", file, "--lenient", "-q", "--from", "shop/batch", "--to", "shop/web", "--port", "80")
+	if code != 0 || !strings.HasPrefix(out, "ALLOWED") {
+		t.Errorf("explain --lenient: exit %d, stdout:\n%s\nwant the widened rule's ALLOWED", code, out)
+	}
+}
+
 // TestLenientReadsUnknownFields: --lenient is the old reading: the field is
 // dropped with a warning (and the Allow then allows every port).
 func TestLenientReadsUnknownFields(t *testing.T) {

@@ -47,7 +47,7 @@ func (f *inputFlags) registerCluster(cmd *cobra.Command, kubeconfigHelp string) 
 	fl.BoolVar(&f.legacy, "legacy-namespace-isolation", false, "evaluate ingress as the v1beta1 proposal did: the namespace annotation net.beta.kubernetes.io/network-policy {\"ingress\":{\"isolation\":\"DefaultDeny\"}} isolates its pods, and NetworkPolicies isolate nothing for ingress elsewhere")
 	fl.IntVar(&f.replicaCap, "replica-cap", state.DefaultReplicaCap, "most pods modelled per workload")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "do not print warnings")
-	fl.BoolVar(&f.lenient, "lenient", false, "read an AdminNetworkPolicy, BaselineAdminNetworkPolicy or ClusterNetworkPolicy with unknown fields (a misspelt ports:) without them, with a warning; by default they are invalid input, as kubectl's strict field validation has them")
+	fl.BoolVar(&f.lenient, "lenient", false, "read a policy (NetworkPolicy, AdminNetworkPolicy, BaselineAdminNetworkPolicy, ClusterNetworkPolicy) with unknown fields (a misspelt ports:) without them, with a warning; by default they are invalid input, as kubectl's strict field validation has them")
 }
 
 // slowLoad is when loading is long enough that a person wonders what took

@@ -48,16 +48,16 @@ func ParseANPShape(s string) (ANPShape, error) {
 // Options tune decoding.
 type Options struct {
 	ANPShape ANPShape
-	// Lenient reads an admin policy with unknown fields without them, with a
+	// Lenient reads a policy with unknown fields without them, with a
 	// warning, instead of refusing it (see RefusesUnknownFields).
 	Lenient bool
 }
 
-// strictKinds are the kinds whose unknown fields make the object invalid.
-// In an admin policy a dropped field changes what a rule matches: "port:"
-// for "ports:" leaves an Allow that allows every port. kubectl's strict
-// field validation refuses such an object, and so do we.
-var strictKinds = map[string]bool{"AdminNetworkPolicy": true, "BaselineAdminNetworkPolicy": true, "ClusterNetworkPolicy": true}
+// strictKinds are the kinds whose unknown fields make the object invalid:
+// the policies. In a policy a dropped field changes what a rule matches:
+// "port:" for "ports:" leaves a rule that allows every port. kubectl's
+// strict field validation refuses such an object, and so do we.
+var strictKinds = map[string]bool{"NetworkPolicy": true, "AdminNetworkPolicy": true, "BaselineAdminNetworkPolicy": true, "ClusterNetworkPolicy": true}
 
 // RefusesUnknownFields reports whether an unknown field makes an object of
 // kind invalid (unless Options.Lenient).

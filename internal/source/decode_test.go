@@ -281,11 +281,24 @@ func TestDecode(t *testing.T) {
 			diags: []wantDiag{{diag.Error, "", "not valid YAML or JSON"}},
 		},
 		{
-			name: "unknown field is a warning and recorded",
+			name: "unknown field in a NetworkPolicy is an error",
+			in:   "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec: {podSelector: {}, ingress: [{from: [{podSelectr: {}}]}]}\n",
+			diags: []wantDiag{{diag.Error, "spec.ingress[0].from[0].podSelectr", "unknown field"}},
+		},
+		{
+			name: "lenient: unknown field in a NetworkPolicy is a warning and recorded",
+			opts: source.Options{Lenient: true},
 			in:   "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec: {podSelector: {}, ingress: [{from: [{podSelectr: {}}]}]}\n",
 			objs: []wantObj{{Kind: "NetworkPolicy", Namespace: "x", Name: "p", Type: typeNP, Origin: at(0, 0),
 				Unknown: []string{"spec.ingress[0].from[0].podSelectr"}}},
 			diags: []wantDiag{{diag.Warning, "spec.ingress[0].from[0].podSelectr", "unknown field"}},
+		},
+		{
+			name: "unknown field in a Pod is a warning (it matches nothing the policies read)",
+			in:   "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: x}\nspec: {containers: [{name: c, colour: red}]}\n",
+			objs: []wantObj{{Kind: "Pod", Namespace: "x", Name: "p", Type: typePod, Origin: at(0, 0),
+				Unknown: []string{"spec.containers[0].colour"}}},
+			diags: []wantDiag{{diag.Warning, "spec.containers[0].colour", "unknown field"}},
 		},
 		{
 			// kubectl's strict field validation refuses them; read without
