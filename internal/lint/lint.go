@@ -37,7 +37,7 @@
 //	dns-blocked                   warning           pods cannot reach cluster DNS (53/udp to k8s-app=kube-dns pods)
 //	kep-field                     warning           a field of the KEP-2091 / v0.1.1 shape that network-policy-api
 //	                                                v0.1.3 and later CRDs do not accept
-//	unknown-field                 error             an admin policy has a field its API does not: kubectl refuses it,
+//	unknown-field                 error             a policy has a field its API does not: kubectl refuses it,
 //	                                                and read without it a rule matches other traffic than written
 //	service-port-not-target       warning           a NetworkPolicy port is a Service's port, but the Service translates
 //	                                                to another target port that the rule does not allow (policy applies
@@ -138,8 +138,8 @@ var Rules = []Rule{
 		"Allow egress to the kube-dns pods on 53/udp and 53/tcp."},
 	{CodeKEPField, "A KEP-2091 / v0.1.1 field current clusters reject",
 		"Rewrite the peer in the released shape (namespaces is a label selector; pods has namespaceSelector and podSelector)."},
-	{CodeUnknownField, "An admin policy has a field its API does not",
-		"Fix the spelling: kubectl explain with the kind and field path lists the fields (kubectl explain adminnetworkpolicy.spec.egress)."},
+	{CodeUnknownField, "A policy has a field its API does not",
+		"Fix the spelling: kubectl explain with the kind and field path lists the fields (kubectl explain networkpolicy.spec.ingress)."},
 	{CodeServicePort, "A policy allows a Service's port where the backends listen on another",
 		"Policy applies after the Service translation: allow the target port (or its name), not the port clients dial."},
 	{CodeServiceTarget, "No selected pod declares the Service's named targetPort",
@@ -210,7 +210,7 @@ func Worst(findings []Finding) Severity {
 
 // Options tune a lint run.
 type Options struct {
-	// Lenient leaves the unknown fields of admin policies to the input
+	// Lenient leaves the unknown fields of policies to the input
 	// warnings, as --lenient does in every other command.
 	Lenient bool
 }

@@ -281,8 +281,8 @@ func TestDecode(t *testing.T) {
 			diags: []wantDiag{{diag.Error, "", "not valid YAML or JSON"}},
 		},
 		{
-			name: "unknown field in a NetworkPolicy is an error",
-			in:   "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec: {podSelector: {}, ingress: [{from: [{podSelectr: {}}]}]}\n",
+			name:  "unknown field in a NetworkPolicy is an error",
+			in:    "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p, namespace: x}\nspec: {podSelector: {}, ingress: [{from: [{podSelectr: {}}]}]}\n",
 			diags: []wantDiag{{diag.Error, "spec.ingress[0].from[0].podSelectr", "unknown field"}},
 		},
 		{
