@@ -437,3 +437,57 @@ func manifests(t *testing.T, stream string) []*unstructured.Unstructured {
 	}
 	return objs
 }
+
+// TestAgentKubeServiceChangeProgramsNothing: the rules stay pod-address
+// based (they run after the Service's DNAT, and the cut judges the
+// translated tuple), so the agent does not watch Services or
+// EndpointSlices: creating and changing them wakes nothing and programs
+// nothing.
+func TestAgentKubeServiceChangeProgramsNothing(t *testing.T) {
+	c := kubetest.Start(t)
+	mustCreate(t, c, shop)
+	w, fake, a := node1Agent(t, c)
+	// Let the watch deliver what the setup wrote (the pods' status writes
+	// come after them), and program it.
+	for quiet := false; !quiet; {
+		select {
+		case <-w.Changed():
+			if err := a.Pass(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(time.Second):
+			quiet = true
+		}
+	}
+	before := a.Status()
+	fake.RLock()
+	tx := fake.LastTransaction
+	fake.RUnlock()
+	mustCreate(t, c, `
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-1, namespace: shop, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+endpoints: [{addresses: [198.18.1.1]}]
+ports: [{name: http, port: 8080, protocol: TCP}]
+`)
+	select {
+	case <-w.Changed():
+		t.Error("a Service and an EndpointSlice woke the agent")
+	case <-time.After(2 * time.Second): // the watch had time to deliver them, had it watched them
+	}
+	if err := a.Pass(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Status(); st.Programmed != before.Programmed || fake.LastTransaction != tx {
+		t.Errorf("after Service changes: programmed %s (was %s), a new transaction: %v; want nothing done",
+			st.Programmed, before.Programmed, fake.LastTransaction != tx)
+	}
+}
