@@ -57,7 +57,7 @@ Output formats:
 			}
 			w := cmd.OutOrStdout()
 			if output == "security-groups" {
-				groups, err := secgroups.Render(e)
+				groups, err := secgroups.Render(e, node)
 				if err != nil {
 					return err
 				}

@@ -26,8 +26,10 @@ const Limits = `Security groups (-o security-groups) can only allow: a port with
 accepts the union of their rules and drops the rest. So they express
 NetworkPolicy and admin/baseline rules that Allow (an admin Allow joins the
 union of the pod's allows), but not Deny or Pass, nor an order between rules:
-input with a Deny or Pass rule is refused, naming the rules. A pod isolated in
-one direction only gets the group allow-all-<direction> for the other.`
+input with a Deny or Pass rule is refused, naming the rules. A port with
+groups gets allow-all-<direction> for each direction no policy isolates (a
+pod that is only a remote group's member gets both), as Kuryr keeps the
+default group on every port; with --node, the ports are the node's pods.`
 
 // Output is the groups and which pod (Neutron port) belongs to which group.
 type Output struct {
@@ -62,8 +64,10 @@ type Port struct {
 }
 
 // Render maps every policy of e onto security groups, or refuses input that
-// groups cannot express.
-func Render(e *engine.Engine) (*Output, error) {
+// groups cannot express. With a node, the ports are those of the node's
+// pods (what its agent would program), with every group they use; "" is
+// the whole cluster.
+func Render(e *engine.Engine, node string) (*Output, error) {
 	var refused []string
 	for _, p := range e.Policies().Policies() {
 		for _, d := range policy.Directions {
@@ -85,13 +89,22 @@ func Render(e *engine.Engine) (*Output, error) {
 		r.pod(e, pod)
 	}
 	out := &Output{}
-	for _, name := range sortedKeys(r.groups) {
-		out.Groups = append(out.Groups, r.groups[name])
-	}
+	used := map[string]bool{}
 	for _, pod := range e.Cluster().Pods {
 		groups := r.members[pod.Key()]
-		if len(groups) == 0 {
+		if len(groups) == 0 || node != "" && pod.Node != node {
 			continue
+		}
+		// A port with groups allows only what they allow: a direction
+		// that no policy isolates keeps allowing everything, as the
+		// default group that Kuryr keeps on every port does.
+		for _, d := range policy.Directions {
+			if !e.Program(pod, d).Isolated {
+				r.join(pod.Key(), r.allowAll(d))
+			}
+		}
+		for g := range groups {
+			used[g] = true
 		}
 		port := Port{Pod: pod.Key(), Groups: sortedKeys(groups)}
 		for _, ip := range pod.IPs {
@@ -99,7 +112,32 @@ func Render(e *engine.Engine) (*Output, error) {
 		}
 		out.Ports = append(out.Ports, port)
 	}
+	for name := range used {
+		for _, rule := range r.groups[name].Rules {
+			if rule.RemoteGroup != "" {
+				used[rule.RemoteGroup] = true // a rule names it: it must exist
+			}
+		}
+	}
+	for _, name := range sortedKeys(r.groups) {
+		if used[name] {
+			out.Groups = append(out.Groups, r.groups[name])
+		}
+	}
 	return out, nil
+}
+
+// allowAll returns the group that allows everything in direction d.
+func (r *renderer) allowAll(d policy.Direction) string {
+	name := "allow-all-" + d.String()
+	if r.groups[name] == nil {
+		g := &Group{Name: name, Description: "the pod is not isolated for " + d.String()}
+		for _, eth := range []string{"IPv4", "IPv6"} {
+			g.Rules = append(g.Rules, &Rule{Direction: d.String(), Ethertype: eth})
+		}
+		r.groups[name] = g
+	}
+	return name
 }
 
 type renderer struct {
@@ -129,16 +167,7 @@ func (r *renderer) pod(e *engine.Engine, pod *state.Pod) {
 	}
 	for _, d := range policy.Directions {
 		if !progs[d].Isolated {
-			name := "allow-all-" + d.String()
-			if r.groups[name] == nil {
-				g := &Group{Name: name, Description: "the pod is not isolated for " + d.String()}
-				for _, eth := range []string{"IPv4", "IPv6"} {
-					g.Rules = append(g.Rules, &Rule{Direction: d.String(), Ethertype: eth})
-				}
-				r.groups[name] = g
-			}
-			r.join(pod.Key(), name)
-			continue
+			continue // allow-all-<d>, given in Render to every port with groups
 		}
 		byPolicy := map[*policy.Policy][]engine.AppliedRule{}
 		var order []*policy.Policy
