@@ -46,6 +46,8 @@
 //	                                                no backends
 //	ipblock-cluster-ip            warning           an egress ipBlock or networks peer covers a Service's cluster IP, which
 //	                                                policy never sees (it sees the backends' pod addresses)
+//	domain-names-not-enforced     warning           a domainNames peer: netpol does not match names yet, so the rule
+//	                                                matches no traffic and the rules after it decide
 //	input                         warning           a warning of reading the input (decoder, state, normalisation)
 //	no-pods                       info              the input has no pods: the checks that need pods were skipped
 package lint
@@ -111,6 +113,7 @@ const (
 	CodeServicePort      = "service-port-not-target"
 	CodeServiceTarget    = "service-target-port-undeclared"
 	CodeClusterIPBlock   = "ipblock-cluster-ip"
+	CodeDomainNames      = "domain-names-not-enforced"
 	CodeInput            = "input"
 	CodeNoPods           = "no-pods"
 )
@@ -146,6 +149,8 @@ var Rules = []Rule{
 		"The endpoint controller leaves out pods that do not declare the name: name the container port, or use a number."},
 	{CodeClusterIPBlock, "An egress ipBlock covers a Service's cluster IP",
 		"Policy sees the backends' pod addresses, never the cluster IP: select the backends with pod and namespace selectors."},
+	{CodeDomainNames, "A domainNames peer that netpol does not enforce yet",
+		"Until netpol enforces domainNames, allow the addresses the names resolve to with networks (and keep the names for the implementations that enforce them)."},
 	{CodeInput, "A warning about the input", "See the message."},
 	{CodeNoPods, "No pods in the input", "Add the namespaces and workloads (or pods) the policies apply to, or lint a live cluster."},
 }
@@ -234,6 +239,7 @@ func Run(e *engine.Engine, loaded diag.List, opts Options) []Finding {
 	l.kepFields()
 	l.serviceTargets()
 	l.clusterIPBlocks()
+	l.domainNames()
 	if len(l.space.classes) == 0 {
 		l.add(Finding{Severity: Info, Code: CodeNoPods, Object: inputRef,
 			Message: "the input has no pods: overlaps, overrides, shadowed rules, selectors, named ports and isolation were not checked",
