@@ -11,6 +11,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -29,6 +30,7 @@ import (
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/render/nft"
+	"github.com/netpol/netpol/internal/source"
 )
 
 // Config of an agent.
@@ -140,6 +142,9 @@ type Agent struct {
 	// generation is the kernel's nftables generation after the agent's
 	// own last write (see Config.Generation); lastResync when the table
 	// was last rewritten whole.
+	// partial: the kernel holds what this agent programmed from an
+	// incomplete input (see enforcesOnlyWhatIsKnown).
+	partial    bool
 	generation uint32
 	lastResync time.Time
 	lastVerify time.Time
@@ -276,11 +281,26 @@ func (a *Agent) CheckKernel(ctx context.Context) error {
 
 // Pass reads the input and, if it changed since the last good pass,
 // programs it.
-func (a *Agent) Pass(ctx context.Context) error {
+func (a *Agent) Pass(ctx context.Context) (err error) {
 	objects, decoded, fp, err := a.cfg.Input.Read()
-	if err != nil {
+	incomplete := errors.Is(err, source.ErrIncomplete) && a.enforcesOnlyWhatIsKnown(ctx)
+	if err != nil && !incomplete {
 		a.metrics.errors.WithLabelValues(stageInput).Inc()
 		return a.fail(err)
+	}
+	if incomplete {
+		// Programmed below, and the pass still fails: not ready, retried.
+		a.metrics.errors.WithLabelValues(stageInput).Inc()
+		a.partial = true
+		fp += "+incomplete"
+		inputErr := err
+		defer func() {
+			if err == nil {
+				err = a.fail(inputErr)
+			}
+		}()
+	} else {
+		a.partial = false
 	}
 	if fp == a.status.Programmed && a.status.Error == "" || fp == a.badInput {
 		// Programmed already, or known to be invalid.
@@ -353,6 +373,23 @@ func (a *Agent) Pass(ctx context.Context) error {
 		"operations", a.status.Stats.Operations, "conntrackCut", a.status.Cut, "took", a.status.Took)
 	a.report(ctx, diags, nil)
 	return a.writeStatus()
+}
+
+// enforcesOnlyWhatIsKnown reports whether an incomplete input (some
+// kinds unknown: source.ErrIncomplete) is to be programmed: on a node
+// whose kernel holds no table of netpol's, or one this agent wrote from
+// an incomplete input, what is known denies more than nothing does. A
+// table that a predecessor or this agent wrote from a complete input stays
+// as it is: its admin rules may be the ones unknown now.
+func (a *Agent) enforcesOnlyWhatIsKnown(ctx context.Context) bool {
+	if a.partial {
+		return true
+	}
+	if a.status.Programmed != "" || a.cfg.DryRun {
+		return false
+	}
+	exists, err := a.renderer.TableExists(ctx)
+	return err == nil && !exists
 }
 
 // wrote notes the kernel's state after the agent's own writes: the

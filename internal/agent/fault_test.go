@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -16,8 +17,10 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/netpol/netpol/internal/agent"
+	"github.com/netpol/netpol/internal/diag"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/render/nft"
+	"github.com/netpol/netpol/internal/source"
 )
 
 // The fault tests in this file run without root: knftables' fake is the
@@ -406,5 +409,63 @@ func TestFaultStatusFileNotThroughPlantedLink(t *testing.T) {
 	}
 	if st, err := agent.ReadStatus(status); err != nil || st.Node != "node-1" || st.Programmed == "" {
 		t.Errorf("status file: %+v %v, want node-1's programmed input", st, err)
+	}
+}
+
+// incomplete is the file input of a test that reports some kinds unknown,
+// as kube.Watch does while discovery cannot tell whether the API server
+// serves an admin policy kind: it returns what it knows, and the error.
+type incomplete struct {
+	agent.Files
+	err error
+}
+
+func (in *incomplete) Read() ([]source.Object, diag.List, string, error) {
+	objs, diags, fp, err := in.Files.Read()
+	if err == nil && in.err != nil {
+		err = fmt.Errorf("%w: %w", source.ErrIncomplete, in.err)
+	}
+	return objs, diags, fp, err
+}
+
+// TestFaultIncompleteInputOnAFreshNode: a node whose agent never
+// programmed (no table) enforces what is known while an admin kind is
+// unknown — more is denied than with nothing — and is not ready; a node
+// with a table from before keeps it untouched (its admin rules may be the
+// ones unknown now); once the input is complete, it is programmed.
+func TestFaultIncompleteInputOnAFreshNode(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"cluster.yaml": oneNode, "deny-web.yaml": denyWeb})
+	in := &incomplete{Files: agent.Files{Paths: []string{dir}}, err: errors.New("cannot tell whether the API server serves adminnetworkpolicies")}
+	fresh := knftables.NewFake(knftables.InetFamily, nft.TableName)
+	a := agent.New(agent.Config{Node: "node-1", Input: in}, nft.New(fresh), nil)
+	if err := a.Pass(context.Background()); err == nil || !errors.Is(err, source.ErrIncomplete) {
+		t.Errorf("a pass over an incomplete input: %v, want the input's error", err)
+	}
+	if got := elementsOf(t, fresh, "ingress-4"); got != "198.18.1.1" {
+		t.Errorf("fresh node: ingress-4 = %q, want web isolated by what is known", got)
+	}
+
+	// A node whose table holds a predecessor's rules (deny-db's here).
+	old := knftables.NewFake(knftables.InetFamily, nft.TableName)
+	writeFiles(t, dir, map[string]string{"cluster.yaml": oneNode, "deny-db.yaml": denyDB})
+	prev := agent.New(agent.Config{Node: "node-1", Input: &agent.Files{Paths: []string{dir}}}, nft.New(old), nil)
+	if err := prev.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, map[string]string{"cluster.yaml": oneNode, "deny-web.yaml": denyWeb})
+	b := agent.New(agent.Config{Node: "node-1", Input: in}, nft.New(old), nil)
+	if err := b.Pass(context.Background()); err == nil {
+		t.Error("a restarted agent's pass over an incomplete input succeeded")
+	}
+	if got := elementsOf(t, old, "ingress-4"); got != "198.18.1.2" {
+		t.Errorf("restarted node: ingress-4 = %q, want the predecessor's rules (db) kept", got)
+	}
+	in.err = nil
+	if err := b.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := elementsOf(t, old, "ingress-4"); got != "198.18.1.1" {
+		t.Errorf("once complete: ingress-4 = %q, want web's", got)
 	}
 }

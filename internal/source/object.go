@@ -5,8 +5,15 @@
 package source
 
 import (
+	"errors"
+
 	"github.com/netpol/netpol/internal/diag"
 )
+
+// ErrIncomplete marks a read that returns what it knows while some kinds
+// cannot be known (discovery cannot tell whether the API server serves
+// them): the objects hold none of those kinds, which may exist.
+var ErrIncomplete = errors.New("input incomplete")
 
 // Object is one decoded Kubernetes object.
 type Object struct {

@@ -84,3 +84,16 @@ func (c ruleCount) Add(o knftables.Object) {
 }
 func (ruleCount) Flush(knftables.Object)  {}
 func (ruleCount) Delete(knftables.Object) {}
+
+// TableExists reports whether the kernel holds netpol's table with any
+// chain in it: a node whose agent never programmed has none.
+func (r *Renderer) TableExists(ctx context.Context) (bool, error) {
+	if r.programmed != nil {
+		return true, nil
+	}
+	chains, err := r.nft.List(ctx, "chain")
+	if knftables.IsNotFound(err) {
+		return false, nil
+	}
+	return len(chains) > 0, err
+}

@@ -545,17 +545,22 @@ func (w *Watch) Snapshot() ([]source.Object, diag.List, string) { return w.m.sna
 func (w *Watch) Changed() <-chan struct{} { return w.changed }
 
 // Read is Snapshot in the shape of the agent's input. While the API
-// server is unreachable it returns the last objects listed; it fails only
-// while the watch is not Ready, so that the agent keeps the rules it
-// programmed rather than drop admin policies it could not read.
+// server is unreachable it returns the last objects listed. While the
+// watch is not Ready it returns what it knows with an error wrapping
+// source.ErrIncomplete: the agent keeps the rules it programmed rather than
+// drop admin policies it could not read, and only a node that never
+// programmed enforces what is known.
 func (w *Watch) Read() ([]source.Object, diag.List, string, error) {
-	if err := w.Ready(); err != nil {
-		return nil, nil, "", err
-	}
+	ready := w.Ready()
 	w.mu.Lock()
 	w.noticed, w.pending = w.pending, time.Time{}
 	w.mu.Unlock()
 	objs, diags, version := w.m.snapshot()
+	if ready != nil {
+		// What is known, and why it is not all (the agent decides
+		// whether to program it).
+		return objs, diags, version, fmt.Errorf("%w: %w", source.ErrIncomplete, ready)
+	}
 	return objs, diags, version, nil
 }
 
