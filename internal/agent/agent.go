@@ -2,10 +2,12 @@
 // rebuilds the engine when the input changes, compiles the node's IR and
 // has the nftables renderer apply the difference in one transaction, then
 // cuts the conntrack entries of connections that are now denied (the
-// v1beta1 proposal asks that a policy change stop existing connections).
-// It is level-triggered and idempotent, like a Kubernetes controller: every
-// pass computes the whole desired state and the renderer sends only what
-// differs. It is a front end: it imports the pipeline, compile, render and
+// v1beta1 proposal asks that a policy change stop existing connections;
+// cut.go). It is level-triggered and idempotent, like a Kubernetes
+// controller: every pass computes the whole desired state and the renderer
+// sends only what differs. The kernel is shared, so after every pass it
+// checks that its table is still there (CheckKernel), and failed passes
+// back off. It is a front end: it imports the pipeline, compile, render and
 // the dataplane, and nothing imports it but cli.
 package agent
 

@@ -10,9 +10,12 @@
 //
 // Layout of the table:
 //
-//	forward (hook forward): established/related accept; jump egress; jump ingress
-//	input   (hook input):   established/related accept; IPv6 neighbour
-//	                        discovery accept; jump egress
+//	forward (hook forward): established/related accept; drop held
+//	                        connections (cut.go); jump egress; jump ingress
+//	input   (hook input):   established/related accept; drop held
+//	                        connections; IPv6 neighbour discovery accept;
+//	                        jump egress
+//	cut-4, cut-6: connections cut by a policy change (cut.go)
 //	egress:  ip saddr vmap @egress-4   (local pod -> its egress table chain)
 //	ingress: ip daddr vmap @ingress-4  (local pod -> its ingress table chain)
 //	in-<hash>, eg-<hash>: one chain per IR table, shared by its pods;
