@@ -64,7 +64,10 @@ does, 2 when the input is invalid.`,
 				in.warn(cmd.ErrOrStderr(), diags)
 				return err
 			}
+			p := startProgress(cmd, in.quiet)
+			p.Stage("linting", nil, "")
 			findings := lint.Run(e, diags, lint.Options{Lenient: lenient})
+			p.Stop()
 			if in.quiet {
 				findings = without(findings, lint.CodeInput)
 			}

@@ -100,13 +100,17 @@ func (f *inputFlags) buildFrom(cmd *cobra.Command, shape source.ANPShape, paths 
 	var decoded diag.List
 	var err error
 	opts := source.Options{ANPShape: shape, Lenient: f.lenient}
+	p := startProgress(cmd, f.quiet)
+	defer p.Stop()
 	if len(paths) > 0 {
 		dec := &source.Decoder{Options: opts}
+		p.Stage("decoding", dec.Documents.Load, "documents")
 		if objects, err = dec.Load(paths, cmd.InOrStdin()); err != nil {
 			return nil, nil, troubleError{err} // a path that cannot be read is bad input
 		}
 		decoded = dec.Diags
 	} else {
+		p.Stage("listing the cluster", nil, "")
 		cfg, err := restConfig(f.kubeconfig, f.context)
 		if err != nil {
 			return nil, nil, noCluster{err}
@@ -115,10 +119,12 @@ func (f *inputFlags) buildFrom(cmd *cobra.Command, shape source.ANPShape, paths 
 			return nil, nil, fmt.Errorf("reading the cluster at %s: %w", cfg.Host, err)
 		}
 	}
+	p.Stage(fmt.Sprintf("building the model of %d objects", len(objects)), nil, "")
 	e, diags, err := pipeline.Build(objects, decoded, f.pipelineOptions())
 	if err != nil {
 		return nil, diags, err
 	}
+	p.Stop() // before the line below
 	if took := time.Since(start); took > slowLoad && !f.quiet {
 		st := e.Stats()
 		fmt.Fprintf(cmd.ErrOrStderr(), "netpol: read %d objects (%d pods, %d policies) and resolved %d selectors in %s\n",

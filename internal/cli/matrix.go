@@ -98,6 +98,8 @@ on its target port); '-' is a port without backends. Text, json and csv.`,
 			case "svg":
 				return writeSVG(cmd, matrixGraph(e, pods, portList))
 			}
+			p := startProgress(cmd, in.quiet)
+			p.Stage(fmt.Sprintf("computing the matrix of %d pods", len(pods)), nil, "")
 			mm := matrices{enforced: e.Matrix(pods, pods, portList)}
 			if staged {
 				mm.staged = mm.enforced
@@ -105,6 +107,7 @@ on its target port); '-' is a port without backends. Text, json and csv.`,
 					mm.staged = se.Matrix(pods, pods, portList)
 				}
 			}
+			p.Stop()
 			switch output {
 			case "json":
 				return writeJSON(w, matrixCells(mm))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -98,6 +99,9 @@ var adminKinds = map[string]bool{"AdminNetworkPolicy": true, "BaselineAdminNetwo
 type Decoder struct {
 	Options
 	Diags diag.List
+	// Documents counts the documents decoded so far; another goroutine may
+	// read it (the CLI's progress line).
+	Documents atomic.Int64
 }
 
 // Decode reads every document of data (YAML, multi-document YAML, or JSON).
@@ -106,6 +110,7 @@ func (d *Decoder) Decode(file string, data []byte) []Object {
 	docs := SplitDocuments(data)
 	for i, doc := range docs {
 		out = append(out, d.decodeDocument(docOrigin(file, i, len(docs)), doc)...)
+		d.Documents.Add(1)
 	}
 	return out
 }

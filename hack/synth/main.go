@@ -1,0 +1,36 @@
+// Command synth writes a synthetic cluster (internal/synth) as one YAML
+// stream, for the end-to-end measurements of BENCHMARKS.md and for anyone
+// who wants to reproduce them:
+//
+//	go run ./hack/synth -size 10k > /tmp/10k.yaml
+//	netpol explain -f /tmp/10k.yaml --from ns-0001/... --to ... --port 80
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/netpol/netpol/internal/synth"
+)
+
+func main() {
+	size := flag.String("size", "1k", "1k, 10k or 100k")
+	flag.Parse()
+	sizes := map[string]synth.Size{"1k": synth.Size1k, "10k": synth.Size10k, "100k": synth.Size100k}
+	s, ok := sizes[*size]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "synth: -size %q: want 1k, 10k or 100k\n", *size)
+		os.Exit(2)
+	}
+	w := bufio.NewWriter(os.Stdout)
+	if err := synth.WriteYAML(w, synth.Cluster(s)); err != nil {
+		fmt.Fprintln(os.Stderr, "synth:", err)
+		os.Exit(1)
+	}
+	if err := w.Flush(); err != nil {
+		fmt.Fprintln(os.Stderr, "synth:", err)
+		os.Exit(1)
+	}
+}
