@@ -12,7 +12,10 @@ import (
 // PodEndpoint is pod at its address of the family of like (IPv4 by default).
 func (e *Engine) PodEndpoint(p *state.Pod, like netip.Addr) Endpoint {
 	ep := Endpoint{Pod: p}
-	ep.IP, _ = p.IP(like)
+	var ok bool
+	if ep.IP, ok = p.IP(like); !ok && !like.IsValid() && len(p.IPs) > 0 {
+		ep.IP = p.IPs[0] // no family asked for: an IPv6-only pod's address
+	}
 	if p.HostNetwork {
 		ep.Node = e.c.Node(p.Node)
 	}
@@ -25,7 +28,7 @@ func (e *Engine) Endpoint(s string) (Endpoint, error) {
 	s = strings.TrimSpace(s)
 	if ip, err := netip.ParseAddr(s); err == nil {
 		ip = ip.Unmap()
-		ep := Endpoint{IP: ip, Pod: e.c.PodByIP(ip), Node: e.c.NodeByIP(ip)}
+		ep := Endpoint{IP: ip, Pod: e.c.PodByIP(ip), Node: e.c.NodeByIP(ip), ByAddress: true}
 		return ep, nil
 	}
 	kind, name, ok := strings.Cut(s, "/")
@@ -55,7 +58,7 @@ func (e *Engine) Endpoint(s string) (Endpoint, error) {
 // destination's.
 func (e *Engine) NewFlow(src, dst Endpoint, port l4.PortSpec) (Flow, error) {
 	f := Flow{Src: src, Dst: dst}
-	if src.Pod != nil && src.IP.Is4() != dst.IP.Is4() {
+	if src.Pod != nil && !src.ByAddress && src.IP.Is4() != dst.IP.Is4() {
 		if ip, ok := src.Pod.IP(dst.IP); ok {
 			f.Src.IP = ip
 		}

@@ -77,14 +77,17 @@ func (e *Engine) Matrix(srcs, dsts []*state.Pod, ports []l4.Port) *Matrix {
 	return m
 }
 
-// decidePods decides pod src -> pod dst on port, over IPv4 when both have it.
+// decidePods decides pod src -> pod dst on port, over IPv4 when both have
+// it, else over IPv6 when both have that (an IPv6-only pod reaches a
+// dual-stack one); without a family in common there is no connection.
 func (e *Engine) decidePods(src, dst *state.Pod, port l4.Port) bool {
-	f := Flow{Src: e.PodEndpoint(src, primary(src)), Port: port}
-	f.Dst = e.PodEndpoint(dst, f.Src.IP)
-	if !f.Dst.IP.IsValid() {
-		return false // no address family in common: no connection
+	for _, family := range [...]netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()} {
+		f := Flow{Src: e.PodEndpoint(src, family), Dst: e.PodEndpoint(dst, family), Port: port}
+		if f.Src.IP.IsValid() && f.Dst.IP.IsValid() {
+			return e.Allowed(f)
+		}
 	}
-	return e.Allowed(f)
+	return false
 }
 
 func primary(p *state.Pod) netip.Addr {

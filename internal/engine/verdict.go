@@ -15,6 +15,10 @@ type Endpoint struct {
 	IP   netip.Addr
 	Pod  *state.Pod  // nil unless the address is a pod's (host-network pods included)
 	Node *state.Node // the node owning the address (host-network pods: their node)
+	// ByAddress: the user named this end by its address, so a flow keeps
+	// that address (and its family); an end named as a pod takes its
+	// address of the other end's family (NewFlow).
+	ByAddress bool
 }
 
 func (ep Endpoint) String() string {
