@@ -19,7 +19,6 @@ package diff
 import (
 	"cmp"
 	"encoding/json"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -389,17 +388,11 @@ func explain(old, new *engine.Engine, g Group, e Entry) []Explanation {
 	return out
 }
 
-// decide builds the flow as the engine's matrix does — the source's first
-// address, the destination's address of the same family — and decides it.
+// decide builds the flow as the engine's matrix does (Engine.PodFlow) and
+// decides it.
 func decide(e *engine.Engine, from, to string, port l4.Port) engine.Verdict {
-	src, dst := e.Cluster().Pod(from), e.Cluster().Pod(to)
-	var first netip.Addr
-	if len(src.IPs) > 0 {
-		first = src.IPs[0]
-	}
-	f := engine.Flow{Src: e.PodEndpoint(src, first), Port: port}
-	f.Dst = e.PodEndpoint(dst, f.Src.IP)
-	if !f.Dst.IP.IsValid() {
+	f, ok := e.PodFlow(e.Cluster().Pod(from), e.Cluster().Pod(to), port)
+	if !ok {
 		note := "the pods have no address family in common"
 		return engine.Verdict{Note: note, Egress: engine.Side{Note: note, Steps: []engine.Step{}}, Ingress: engine.Side{Note: note, Steps: []engine.Step{}}}
 	}

@@ -1,6 +1,12 @@
 package engine_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/source"
+)
 
 // dualStack: namespace x; x/a and x/b have an IPv4 and an IPv6 address,
 // x/c only an IPv6 one, in fd00:198:18:2::/64.
@@ -57,4 +63,37 @@ func TestSemanticsIPBlockIPv6(t *testing.T) {
 				{from: "fd00:198:18:1::2", to: "x/a", port: "80", allowed: false, ingress: npDeny},
 			}},
 	})
+}
+
+// TestPodFlowFamilies: pods talk over IPv4 when both have it, else over
+// IPv6 when both have that, else not at all.
+func TestPodFlowFamilies(t *testing.T) {
+	e := semEngineFrom(t, dualStack+`
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: d, namespace: x}
+spec: {containers: [{name: c}]}
+status: {podIPs: [{ip: 198.18.1.4}]}
+`, source.Options{}, engine.Options{})
+	c := e.Cluster()
+	for _, tc := range []struct {
+		src, dst string
+		want     string // "src -> dst", or "" for no connection
+	}{
+		{"x/a", "x/b", "198.18.1.1 -> 198.18.1.2"},
+		{"x/a", "x/c", "fd00:198:18:1::1 -> fd00:198:18:2::3"},
+		{"x/c", "x/b", "fd00:198:18:2::3 -> fd00:198:18:1::2"},
+		{"x/c", "x/d", ""},
+		{"x/d", "x/c", ""},
+	} {
+		f, ok := e.PodFlow(c.Pod(tc.src), c.Pod(tc.dst), l4.Port{Proto: l4.TCP, Num: 80})
+		got := ""
+		if ok {
+			got = f.Src.IP.String() + " -> " + f.Dst.IP.String()
+		}
+		if got != tc.want {
+			t.Errorf("%s -> %s: %q, want %q", tc.src, tc.dst, got, tc.want)
+		}
+	}
 }

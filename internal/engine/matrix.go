@@ -77,24 +77,23 @@ func (e *Engine) Matrix(srcs, dsts []*state.Pod, ports []l4.Port) *Matrix {
 	return m
 }
 
-// decidePods decides pod src -> pod dst on port, over IPv4 when both have
-// it, else over IPv6 when both have that (an IPv6-only pod reaches a
-// dual-stack one); without a family in common there is no connection.
-func (e *Engine) decidePods(src, dst *state.Pod, port l4.Port) bool {
+// PodFlow is the flow pod src -> pod dst on port as every front end that
+// decides pod pairs builds it (matrix, lint, diff): over IPv4 when both
+// have it, else over IPv6 when both have that (an IPv6-only pod reaches a
+// dual-stack one). ok is false without a family in common: no connection.
+func (e *Engine) PodFlow(src, dst *state.Pod, port l4.Port) (f Flow, ok bool) {
 	for _, family := range [...]netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()} {
-		f := Flow{Src: e.PodEndpoint(src, family), Dst: e.PodEndpoint(dst, family), Port: port}
+		f = Flow{Src: e.PodEndpoint(src, family), Dst: e.PodEndpoint(dst, family), Port: port}
 		if f.Src.IP.IsValid() && f.Dst.IP.IsValid() {
-			return e.Allowed(f)
+			return f, true
 		}
 	}
-	return false
+	return f, false
 }
 
-func primary(p *state.Pod) netip.Addr {
-	if len(p.IPs) == 0 {
-		return netip.Addr{}
-	}
-	return p.IPs[0]
+func (e *Engine) decidePods(src, dst *state.Pod, port l4.Port) bool {
+	f, ok := e.PodFlow(src, dst, port)
+	return ok && e.Allowed(f)
 }
 
 // Classes groups pods that every verdict treats alike, as a source and as a
@@ -161,13 +160,17 @@ func (e *Engine) classKey(b *strings.Builder, p *state.Pod, withNodes bool) {
 		b.WriteByte(',')
 	}
 	b.WriteByte('|')
-	ip := primary(p)
-	b.WriteString(strconv.FormatBool(ip.Is4()))
-	for i, blk := range e.blocks {
-		if blk.Contains(ip) {
-			b.WriteString(strconv.Itoa(i))
-			b.WriteByte(',')
+	// Every address: a flow between pods may use either family (PodFlow).
+	for _, ip := range p.IPs {
+		b.WriteString(strconv.FormatBool(ip.Is4()))
+		b.WriteByte(':')
+		for i, blk := range e.blocks {
+			if blk.Contains(ip) {
+				b.WriteString(strconv.Itoa(i))
+				b.WriteByte(',')
+			}
 		}
+		b.WriteByte(';')
 	}
 	b.WriteByte('|')
 	ports := make([]string, 0, len(p.Ports))

@@ -3,7 +3,6 @@ package lint
 import (
 	"cmp"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strconv"
 
@@ -179,11 +178,9 @@ func pair(a, b []*state.Pod, same bool) (*state.Pod, *state.Pod, int, bool) {
 	return a[0], a[1], len(a) * (len(a) - 1), true
 }
 
-// flow is src -> dst on port, over IPv4 when both have it.
+// flow is src -> dst on port, as the matrix builds it (Engine.PodFlow).
 func (s *space) flow(src, dst *state.Pod, port l4.Port) (engine.Flow, bool) {
-	f := engine.Flow{Src: s.e.PodEndpoint(src, netip.Addr{}), Port: port}
-	f.Dst = s.e.PodEndpoint(dst, f.Src.IP)
-	return f, f.Dst.IP.IsValid()
+	return s.e.PodFlow(src, dst, port)
 }
 
 // visit calls fn for every flow from or to a pod of class subject (by dir:
