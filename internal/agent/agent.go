@@ -135,6 +135,9 @@ type Agent struct {
 	builder    *pipeline.Builder
 	compiler   compile.Compiler
 	cuts       *cutter // nil: cuts are made within the pass (see cutAfter)
+	// cutPending is the input of the last cut handed to the cutter and not
+	// yet done ("" when none).
+	cutPending string
 	// held are the connections this agent cut and holds in the kernel's
 	// cut sets, with the order they were held in (see remember); the
 	// cutter's goroutine and the loop share them.
@@ -361,9 +364,9 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 	}
 	if a.cfg.Conntrack != nil && !a.cfg.DryRun && a.status.Stats.Operations > 0 {
 		a.cutAfter(ctx, cutJob{e: e, local: localPods(ir), input: fp})
-	} else {
+	} else if a.cutPending == "" {
 		a.status.Cut, a.status.CutFor = 0, fp // nothing to cut
-	}
+	} // else the pending cut covers fp (cutDone)
 	if !a.cfg.DryRun {
 		a.wrote()
 	}

@@ -90,21 +90,33 @@ func localPods(ir *compile.IR) map[string]bool {
 // one, else at once.
 func (a *Agent) cutAfter(ctx context.Context, job cutJob) {
 	if a.cuts != nil {
+		a.cutPending = job.input
 		a.cuts.request(job)
 		return
 	}
-	a.cutDone(cutResult{input: job.input, n: a.cut(ctx, job)})
+	a.counted(job.input, a.cut(ctx, job))
+	a.status.CutFor = job.input
 }
 
-// cutDone records a finished cut in the status and the metrics.
+// cutDone takes a cut made in the background into the status. The cut
+// asked for last covers the input programmed now: the passes after it
+// changed nothing in the kernel, so they deny nothing more.
 func (a *Agent) cutDone(r cutResult) {
-	a.status.Cut, a.status.CutFor = r.n, r.input
-	a.metrics.cut.Add(float64(r.n))
-	if r.n > 0 {
-		klog.InfoS("Cut denied connections", "node", a.cfg.Node, "input", r.input, "conntrackCut", r.n)
+	a.counted(r.input, r.n)
+	if r.input == a.cutPending {
+		a.cutPending = ""
+		a.status.CutFor = a.status.Programmed
 	}
 	if err := a.writeStatus(); err != nil {
 		klog.ErrorS(err, "Writing status")
+	}
+}
+
+func (a *Agent) counted(input string, n int) {
+	a.status.Cut = n
+	a.metrics.cut.Add(float64(n))
+	if n > 0 {
+		klog.InfoS("Cut denied connections", "node", a.cfg.Node, "input", input, "conntrackCut", n)
 	}
 }
 

@@ -469,3 +469,60 @@ func TestFaultIncompleteInputOnAFreshNode(t *testing.T) {
 		t.Errorf("once complete: ingress-4 = %q, want web's", got)
 	}
 }
+
+// gatedConntrack is fakeConntrack whose every cut waits for a token.
+type gatedConntrack struct {
+	fakeConntrack
+	tokens chan struct{}
+}
+
+func (g *gatedConntrack) Cut(ctx context.Context, keep func(l4.Conn) bool, hold func([]l4.Conn) error) (int, error) {
+	<-g.tokens
+	return g.fakeConntrack.Cut(ctx, keep, hold)
+}
+
+// TestFaultCutForFollowsTheProgrammedInput: a change that programs nothing
+// (another node's pod) arrives while the cut of the change before it runs;
+// once that cut is done, the status says the input now programmed is cut
+// (its denials are the same), not the older one (lab.WaitProgrammed would
+// wait for it forever).
+func TestFaultCutForFollowsTheProgrammedInput(t *testing.T) {
+	dir := t.TempDir()
+	twoNodes := oneNode + `
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: far, namespace: x, labels: {app: far}}
+spec:
+  nodeName: node-2
+  containers: [{name: c}]
+status: {podIP: 198.18.1.3}
+`
+	writeFiles(t, dir, map[string]string{"cluster.yaml": twoNodes})
+	status := filepath.Join(t.TempDir(), "status.json")
+	toWeb := l4.Conn{Proto: l4.TCP, Src: netip.MustParseAddrPort("198.18.1.2:5000"), Dst: netip.MustParseAddrPort("198.18.1.1:80")}
+	ct := &gatedConntrack{fakeConntrack: fakeConntrack{entries: []l4.Conn{toWeb}}, tokens: make(chan struct{}, 2)}
+	a := agent.New(agent.Config{Node: "node-1", Input: &agent.Files{Paths: []string{dir}}, Interval: 10 * time.Millisecond,
+		Conntrack: ct, Status: status}, nft.New(knftables.NewFake(knftables.InetFamily, nft.TableName)), nil)
+	ct.tokens <- struct{}{} // the first pass's cut
+	runAgent(t, a)
+	read := func() agent.Status {
+		st, _ := agent.ReadStatus(status)
+		return st
+	}
+	eventually(t, "the first input programmed and cut", func() bool { st := read(); return st.Programmed != "" && st.CutFor == st.Programmed })
+	writeFiles(t, dir, map[string]string{"cluster.yaml": twoNodes, "deny-web.yaml": denyWeb})
+	eventually(t, "deny-web programmed", func() bool { return read().Tables == 1 })
+	denyInput := read().Programmed
+	writeFiles(t, dir, map[string]string{"cluster.yaml": strings.Replace(twoNodes, "{app: far}", "{app: farther}", 1), "deny-web.yaml": denyWeb})
+	eventually(t, "the relabel on node-2 programmed", func() bool { p := read().Programmed; return p != "" && p != denyInput })
+	ct.tokens <- struct{}{} // deny-web's cut goes ahead
+	eventually(t, "deny-web's cut done", func() bool { return read().Cut == 1 })
+	if st := read(); st.CutFor != st.Programmed {
+		t.Errorf("after the cut: cut for %s, programmed %s; want the programmed input cut", st.CutFor, st.Programmed)
+	}
+}
