@@ -63,7 +63,7 @@ func (e *Engine) NewFlow(src, dst Endpoint, port l4.PortSpec) (Flow, error) {
 			f.Src.IP = ip
 		}
 	}
-	if dst.Pod != nil && dst.IP.Is4() != f.Src.IP.Is4() {
+	if dst.Pod != nil && !dst.ByAddress && dst.IP.Is4() != f.Src.IP.Is4() {
 		if ip, ok := dst.Pod.IP(f.Src.IP); ok {
 			f.Dst.IP = ip
 		}

@@ -132,7 +132,10 @@ func (e *Engine) DecideService(src Endpoint, svc *state.Service, port *state.Ser
 		if b.IP.Is4() != family.Is4() {
 			continue
 		}
-		f := e.backendFlow(src, b)
+		f, ok := e.backendFlow(src, b)
+		if !ok {
+			continue // the source has no address of the connection's family
+		}
 		d := e.Decide(f)
 		if d.Allowed {
 			v.Reachable++
@@ -142,19 +145,17 @@ func (e *Engine) DecideService(src Endpoint, svc *state.Service, port *state.Ser
 	return v
 }
 
-// backendFlow is the flow src -> b after the translation.
-func (e *Engine) backendFlow(src Endpoint, b state.Backend) Flow {
-	dst := Endpoint{IP: b.IP, Pod: b.Pod, Node: e.c.NodeByIP(b.IP)}
-	if b.Pod != nil && b.Pod.HostNetwork {
-		dst.Node = e.c.Node(b.Pod.Node)
+// backendFlow is the flow src -> b after the translation: the backend's
+// address is fixed (the translation chose it), the source takes its address
+// of that family; ok is false when it has none.
+func (e *Engine) backendFlow(src Endpoint, b state.Backend) (Flow, bool) {
+	dst := Endpoint{IP: b.IP, Node: e.c.NodeByIP(b.IP), ByAddress: true}
+	if b.Pod != nil {
+		dst = e.PodEndpoint(b.Pod, b.IP)
+		dst.IP, dst.ByAddress = b.IP, true
 	}
-	f := Flow{Src: src, Dst: dst, Port: b.Port}
-	if src.Pod != nil && src.IP.Is4() != b.IP.Is4() {
-		if ip, ok := src.Pod.IP(b.IP); ok {
-			f.Src.IP = ip
-		}
-	}
-	return f
+	f, err := e.NewFlow(src, dst, l4.PortSpec{Proto: b.Port.Proto, Num: b.Port.Num})
+	return f, err == nil
 }
 
 // Reach says how many backends of a Service port a source may reach.
@@ -245,7 +246,8 @@ func (e *Engine) ServiceMatrix(srcs []*state.Pod, svcs []*state.Service) *Servic
 				if b.Pod != nil {
 					ok = pods.Allowed(si, dstIndex[b.Pod], portIndex[b.Port])
 				} else {
-					ok = e.Allowed(e.backendFlow(from, b))
+					f, family := e.backendFlow(from, b)
+					ok = family && e.Allowed(f) // no address of its family: not reached
 				}
 				if ok {
 					allowed++
