@@ -369,7 +369,9 @@ func (b *builder) sliceBackends(s *Service, ps pendingSlice) {
 		for _, a := range ready {
 			ip := a.ip
 			if a.pod != nil {
-				ip, _ = a.pod.IP(a.ip)
+				if pip, ok := a.pod.IP(a.ip); ok {
+					ip = pip // the pod's own address of the slice's family
+				}
 			}
 			sp.Backends = append(sp.Backends, Backend{Pod: a.pod, IP: ip, Port: port})
 		}

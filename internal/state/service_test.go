@@ -161,6 +161,25 @@ endpoints:
 		diags: `warning: in.yaml (document 7): EndpointSlice shop/web-abc: endpoints[2].targetRef: pod shop/gone is not in the input: 198.18.1.9 is decided as an address outside the cluster
 warning: in.yaml (document 7): EndpointSlice shop/web-abc: endpoints[3].addresses[0]: 203.0.113.7 is no pod's address in the input: decided as an address outside the cluster`,
 	}, {
+		// web-1 has no IPv6 address: the slice's address stands, with the
+		// pod it names (it had the zero address).
+		name: "an IPv6 endpoint whose pod has no IPv6 address in the input",
+		yaml: `
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec: {clusterIP: "fd00:96::4", ipFamilies: [IPv6], selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-v6, namespace: shop, labels: {kubernetes.io/service-name: web}}
+addressType: IPv6
+ports: [{port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: ["fd00::2"], targetRef: {kind: Pod, name: web-1}}
+`,
+		want: "shop/web ClusterIP [fd00:96::4] slices  80/tcp->8080: shop/web-1@fd00::2:8080/tcp",
+	}, {
 		name: "selector-less Service without EndpointSlices; slice of a missing Service",
 		yaml: `
 apiVersion: v1
