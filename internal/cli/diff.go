@@ -45,7 +45,7 @@ treats alike on both sides are shown together, as one entry.
 When the input has Services, a Services section lists the Service ports
 whose reach changed, per source namespace: how many of its pods reach all,
 some or none of the port's backends, before and after ("2 some, 1 none ->
-1 all, 2 some"; json: "services").
+1 all, 2 some"; json: "services"; md: a table; csv has pod pairs only).
 
 --explain adds, for every changed range, the rule that decided an example
 flow on the egress and ingress sides, in OLD and in NEW.
@@ -163,10 +163,17 @@ var changeColour = map[diff.Change]string{diff.Gained: "\x1b[32m", diff.Lost: "\
 
 func summaryLine(r *diff.Result) string {
 	s := r.Summary
+	services := ""
+	if len(r.Services) > 0 {
+		services = "; " + count(len(r.Services), "Service port") + " reached differently"
+	}
 	if len(r.Groups) == 0 {
+		if services != "" {
+			return "no pod-to-pod changes" + services
+		}
 		return "no connectivity changes"
 	}
-	return fmt.Sprintf("%d gained, %d lost, %d changed, over %s", s.Gained, s.Lost, s.Changed, count(s.PodPairs, "pod pair"))
+	return fmt.Sprintf("%d gained, %d lost, %d changed, over %s", s.Gained, s.Lost, s.Changed, count(s.PodPairs, "pod pair")) + services
 }
 
 func count(n int, what string) string {
@@ -266,6 +273,12 @@ func writeDiffMarkdown(w io.Writer, r *diff.Result, explain bool) {
 			}
 		}
 		fmt.Fprint(w, "\n</details>\n")
+	}
+	if len(r.Services) > 0 {
+		fmt.Fprint(w, "\n#### Services\n\n| from pods of | Service port | backends reached, before | after |\n|---|---|---|---|\n")
+		for _, c := range r.Services {
+			fmt.Fprintf(w, "| %s | %s | %s | %s |\n", mdCell(c.FromNamespace), mdCell("svc/"+c.Service+":"+c.Port), mdCell(c.Old), mdCell(c.New))
+		}
 	}
 	writePodLists(w, r, "")
 }

@@ -176,7 +176,15 @@ Services (pods of each namespace by the backends they reach: all, some, none)
 	if code != 1 || !strings.HasSuffix(out, want) {
 		t.Errorf("exit %d, stderr %s\ngot:\n%s\nwant the end:\n%s", code, stderr, out, want)
 	}
-	_, out, _ = run(t, "", "diff", old, new, "-o", "json")
+	// The pull-request comment carries them too.
+	_, out, _ = run(t, "", "diff", old, new, "-o", "md")
+	if want := "\n#### Services\n\n| from pods of | Service port | backends reached, before | after |\n|---|---|---|---|\n| shop | svc/shop/web:http=80/tcp | 2 some, 1 none | 1 all, 2 some |\n"; !strings.Contains(out, want) {
+		t.Errorf("markdown:\n%s\nwant:\n%s", out, want)
+	}
+	code, out, _ = run(t, "", "diff", old, new, "-o", "json")
+	if code != 1 {
+		t.Errorf("json: exit %d, want 1", code)
+	}
 	var v struct{ Services []serviceChangeJSON }
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatal(err)
