@@ -125,6 +125,7 @@ type Agent struct {
 	renderer *nft.Renderer
 	status   Status
 	badInput string // fingerprint of an input that failed validation
+	badErr   error  // and why
 	logTx    func(string)
 	metrics  *metrics
 	health   health
@@ -308,9 +309,14 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 		a.partial = false
 	}
 	if fp == a.status.Programmed && a.status.Error == "" || fp == a.badInput {
-		// Programmed already, or known to be invalid.
+		// Programmed already, or known to be invalid: not decoded again,
+		// but an invalid input is still the answer of this pass (the loop
+		// stays not ready and backs off).
 		if o := a.unreported; o != nil {
 			a.report(ctx, o.findings, o.err)
+		}
+		if fp == a.badInput {
+			return a.badErr
 		}
 		return nil
 	}
@@ -324,9 +330,9 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 	a.logFindings(diags)
 	a.metrics.invalid.Set(float64(countObjects(diags.Errors())))
 	if err != nil {
-		a.badInput = fp
 		a.metrics.errors.WithLabelValues(stageInput).Inc()
 		err = fmt.Errorf("input %s not programmed: %w", fp, err)
+		a.badInput, a.badErr = fp, err
 		a.report(ctx, diags, err)
 		return a.fail(err)
 	}

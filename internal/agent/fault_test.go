@@ -526,3 +526,30 @@ status: {podIP: 198.18.1.3}
 		t.Errorf("after the cut: cut for %s, programmed %s; want the programmed input cut", st.CutFor, st.Programmed)
 	}
 }
+
+// TestFaultInvalidInputStaysNotReady: an input that cannot be read as a
+// whole (a YAML syntax error) keeps the agent not ready, with its failures
+// counted, on every loop turn until it is fixed: it was ready again from
+// the second turn on, as if the input were programmed.
+func TestFaultInvalidInputStaysNotReady(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"cluster.yaml": oneNode, "deny-web.yaml": denyWeb})
+	a := agent.New(agent.Config{Node: "node-1", Input: &agent.Files{Paths: []string{dir}}, Interval: 5 * time.Millisecond},
+		nft.New(knftables.NewFake(knftables.InetFamily, nft.TableName)), nil)
+	srv := runAgent(t, a)
+	eventually(t, "ready", func() bool { code, _ := get(t, srv.URL+"/readyz"); return code == http.StatusOK })
+	writeFiles(t, dir, map[string]string{"cluster.yaml": oneNode, "deny-web.yaml": denyWeb, "broken.yaml": "kind: [unclosed\n"})
+	eventually(t, "not ready", func() bool { code, _ := get(t, srv.URL+"/readyz"); return code == http.StatusServiceUnavailable })
+	eventually(t, "three failures in a row", func() bool {
+		_, body := get(t, srv.URL+"/metrics")
+		for _, n := range []string{"3", "4", "5", "6"} {
+			if strings.Contains(body, "netpol_sync_failures_in_a_row "+n+"\n") {
+				return true
+			}
+		}
+		return false
+	})
+	if code, body := get(t, srv.URL+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not valid YAML") {
+		t.Errorf("/readyz after three failed turns: %d %q, want 503 naming the input's error", code, body)
+	}
+}
