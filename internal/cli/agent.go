@@ -225,10 +225,12 @@ netlink nor write access: it prints each transaction instead.`,
 			}
 			if !cfg.DryRun {
 				var uts unix.Utsname
-				_ = unix.Uname(&uts)
-				release := unix.ByteSliceToString(uts.Release[:])
+				release := "unknown"
+				if err := unix.Uname(&uts); err == nil {
+					release = unix.ByteSliceToString(uts.Release[:])
+				}
 				if nft.NeedsDeleteLater(release) {
-					klog.InfoS("Kernel before 6.2: chains and sets a change leaves unused are deleted in a later transaction", "release", release)
+					klog.InfoS("Kernel before 6.2, or release unknown: chains and sets a change leaves unused are deleted in a later transaction", "release", release)
 					renderer.DeleteLater(true)
 				}
 			}

@@ -54,7 +54,7 @@ func newLabUp(name *string) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if in.lenient {
-				return usageError{fmt.Errorf("--lenient: the lab's agents read admin policies strictly, as in a cluster; fix the unknown fields instead")}
+				return usageError{fmt.Errorf("--lenient: the lab's agents read every policy strictly (netpol agent has no --lenient); fix the unknown fields instead")}
 			}
 			files, err := source.ReadFiles(in.files)
 			if err != nil {

@@ -102,3 +102,23 @@ func TestSkipInvalid(t *testing.T) {
 		})
 	}
 }
+
+// TestSkipInvalidRefusesANestedList: a List inside a List is not read; what
+// it held (policies, maybe) is unknown, so it refuses the input as any
+// document that is not an object does, instead of vanishing as an invalid
+// object named after the list's kind.
+func TestSkipInvalidRefusesANestedList(t *testing.T) {
+	dec := &source.Decoder{}
+	objs := dec.Decode("in.yaml", []byte(`
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: List
+  items:
+  - {apiVersion: networking.k8s.io/v1, kind: NetworkPolicy, metadata: {name: deny, namespace: x}, spec: {podSelector: {}}}
+`))
+	if _, _, err := pipeline.Build(objs, dec.Diags, pipeline.Options{SkipInvalid: true}); err == nil {
+		t.Error("built an engine without the nested list's objects, want the input refused")
+	}
+}

@@ -246,7 +246,7 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 	}
 	if strings.HasSuffix(h.Kind, "List") && h.Items != nil {
 		if origin.Item > 0 {
-			d.report(origin, h.Kind, "items", "a List inside a List is not supported")
+			d.report(origin, "", "items", "a List inside a List is not supported") // no object: what it holds is unknown
 			return nil
 		}
 		// The API server writes a typed list's items (PodList,
