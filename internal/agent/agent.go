@@ -230,7 +230,7 @@ func backoff(interval time.Duration, n int) time.Duration {
 
 // verifySpacing is the least time between two verifications of the table:
 // on a node where another writer (kube-proxy) changes the ruleset all the
-// time, each verification reads the table through nft (~70 ms at 100
+// time, each verification reads the table through nft (70-80 ms at 100
 // pods and 77k set elements; BENCHMARKS.md), so a repair may wait this
 // long, and the agent spends at most that much a second on it.
 const verifySpacing = time.Second
