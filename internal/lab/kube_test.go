@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -126,13 +127,23 @@ func TestLabAgentsWatchAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("after the API server came back and only-80 was deleted", true, true)
+	// The packets above are judged by the server's node; every agent
+	// must also say it programmed the cluster without error. An agent may
+	// say so seconds after the packets pass: a restarted API server
+	// answers watch-lists of custom resources with Retry-After until its
+	// caches are ready.
 	for _, n := range l.Nodes {
-		st, err := l.AgentStatus(n.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Error != "" {
-			t.Errorf("agent of %s: %s", n.Name, st.Error)
+		deadline := time.Now().Add(30 * time.Second) // a bound on a hang, not a performance assertion
+		for {
+			st, err := l.AgentStatus(n.Name)
+			if err == nil && st.Programmed != "" && st.Error == "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				log, _ := os.ReadFile(l.AgentLog(n.Name))
+				t.Fatalf("agent of %s: status %+v, %v; its log:\n%s", n.Name, st, err, log)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 }

@@ -93,6 +93,9 @@ func (l *Lab) ManifestDir() string { return filepath.Join(l.Dir, "manifests") }
 
 func (l *Lab) statusFile(node string) string { return filepath.Join(l.Dir, node+".status.json") }
 
+// AgentLog is the file where the agent of node writes its output.
+func (l *Lab) AgentLog(node string) string { return filepath.Join(l.Dir, node+".log") }
+
 // AuditLog is the file where the agent of node writes its audit lines.
 func (l *Lab) AuditLog(node string) string { return filepath.Join(l.Dir, node+".audit.jsonl") }
 
@@ -308,7 +311,7 @@ func (l *Lab) Up(exe string, manifests []byte, w io.Writer) (err error) {
 // startAgent runs `netpol agent` inside the node's namespace, as a
 // host-network DaemonSet pod would run on a real node.
 func (l *Lab) startAgent(exe string, n Node) (int, error) {
-	logf, err := os.Create(filepath.Join(l.Dir, n.Name+".log"))
+	logf, err := os.Create(l.AgentLog(n.Name))
 	if err != nil {
 		return 0, err
 	}
@@ -395,7 +398,7 @@ func (l *Lab) WaitProgrammed(ctx context.Context, timeout time.Duration) error {
 			if failing != "" {
 				return fmt.Errorf("%s (still failing after %s)", failing, timeout)
 			}
-			return fmt.Errorf("agent of %s did not program input %s in %s (log: %s)", pending, want, timeout, filepath.Join(l.Dir, pending+".log"))
+			return fmt.Errorf("agent of %s did not program input %s in %s (log: %s)", pending, want, timeout, l.AgentLog(pending))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/netpol/netpol/internal/source"
 )
 
 // Fast tests of discovery on client-go's fakes; kube_test.go and
@@ -229,5 +232,41 @@ func TestFaultDiscoveryNotServed(t *testing.T) {
 	}
 	if len(rec.Events) > 0 {
 		t.Errorf("unexpected event: %q", <-rec.Events)
+	}
+}
+
+// TestFaultAdminListForbiddenStartReturns: the API server serves the admin
+// policy resources but refuses to list one (a 403: RBAC without it). Start
+// returns after AdminWait instead of waiting for a list that never comes
+// (the agent had no status, no /readyz and no rules meanwhile); the watch
+// is not ready and says which resource is not listed.
+func TestFaultAdminListForbiddenStartReturns(t *testing.T) {
+	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: allServed}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		ANP: "AdminNetworkPolicyList", BANP: "BaselineAdminNetworkPolicyList", CNP: "ClusterNetworkPolicyList",
+	})
+	dyn.PrependReactor("list", "adminnetworkpolicies", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(ANP.GroupResource(), "", errors.New("RBAC: not allowed"))
+	})
+	w, err := newWatch(clients{core: fake.NewClientset(), dyn: dyn, disc: disc}, WatchOptions{AdminWait: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() { started <- w.Start(t.Context()) }()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second): // a bound on a hang, not a performance assertion
+		t.Fatal("Start still waits for a list that the API server refuses")
+	}
+	err = w.Ready()
+	if err == nil || err.Error() != "admin policies not known: adminnetworkpolicies not listed yet" {
+		t.Errorf("Ready = %v, want that adminnetworkpolicies are not listed yet", err)
+	}
+	if _, _, _, err := w.Read(); !errors.Is(err, source.ErrIncomplete) {
+		t.Errorf("Read: %v, want source.ErrIncomplete", err)
 	}
 }

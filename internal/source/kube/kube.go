@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 
 	"github.com/netpol/netpol/internal/diag"
 	"github.com/netpol/netpol/internal/source"
@@ -345,11 +346,20 @@ type WatchOptions struct {
 	Recorder record.EventRecorder
 	// Node is the node the Events are about; required with Recorder.
 	Node string
+	// AdminWait bounds how long Start waits for the first list of the
+	// admin policy resources that discovery found served. Past it, Start
+	// returns and the watch is not Ready until they are listed (a 403
+	// never lists; a fresh API server answers watch-lists of custom
+	// resources with Retry-After for seconds). Default: 10 s.
+	AdminWait time.Duration
 }
 
 func (o *WatchOptions) complete() {
 	if o.Recheck == 0 {
 		o.Recheck = time.Minute
+	}
+	if o.AdminWait == 0 {
+		o.AdminWait = 10 * time.Second
 	}
 	if o.Retry.Duration == 0 {
 		o.Retry = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.5, Cap: 8 * time.Second, Steps: math.MaxInt32}
@@ -512,8 +522,9 @@ func (w *Watch) notify() {
 //
 // Once the core objects are listed (the server answers), discovery asks
 // which admin policy resources it serves and Start waits for the first
-// list of those; if discovery fails, Start returns anyway, the watch is not
-// Ready, and discovery retries in the background.
+// list of those, at most AdminWait; if discovery fails or a list takes
+// longer, Start returns anyway, the watch is not Ready, and discovery and
+// the informers go on in the background.
 func (w *Watch) Start(ctx context.Context) error {
 	for _, inf := range w.core {
 		go inf.RunWithContext(ctx)
@@ -530,8 +541,15 @@ func (w *Watch) Start(ctx context.Context) error {
 		}
 	}
 	w.amu.Unlock()
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
-		return fmt.Errorf("the API server's admin policies were not listed before the context ended")
+	listed, cancel := context.WithTimeout(ctx, w.opts.AdminWait)
+	defer cancel()
+	if !cache.WaitForCacheSync(listed.Done(), synced...) {
+		if ctx.Err() != nil {
+			return fmt.Errorf("the API server's admin policies were not listed before the context ended")
+		}
+		// Not Ready: Read says why, and the agent decides what to
+		// program (source.ErrIncomplete).
+		klog.InfoS("Admin policies not listed yet; going on without them until they are", "waited", w.opts.AdminWait, "why", w.Ready())
 	}
 	go w.rediscover(ctx, known)
 	return nil
