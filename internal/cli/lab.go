@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -115,10 +117,28 @@ func newLabUp(name *string) *cobra.Command {
 
 func newLabProbe(name *string) *cobra.Command {
 	var ports, output string
+	var services bool
 	cmd := &cobra.Command{
 		Use:   "probe",
 		Short: "Connect every pod pair on every port and compare with netpol matrix",
-		Args:  cobra.NoArgs,
+		Long: `probe connects every pod to every other pod on every port it serves, over
+each address family both have, and compares what the kernel did with what
+netpol predicts (netpol matrix). A flow that connects and is predicted
+denied, or the other way round, is a mismatch; the exit code is 1 if there
+is one.
+
+With --services it connects to Services instead, as clients do: every pod
+to every Service port, at the Service's address. The lab's nodes translate
+such a connection to one backend and its target port, as kube-proxy does,
+round-robin, so that a pod's connections in a row reach each backend once;
+the backend names itself, and each backend is compared with netpol explain
+--to svc/NAMESPACE/NAME. A pod that is a backend of the Service is probed
+too, but its connection to itself (hairpin) is not compared: upstream
+leaves what policy does to it undefined.`,
+		Example: `  sudo netpol lab probe
+  sudo netpol lab probe --ports 80/tcp,53/udp -o json
+  sudo netpol lab probe --services`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := lab.Load(*name)
 			if err != nil {
@@ -138,7 +158,15 @@ func newLabProbe(name *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cells := l.ProbeAll(cmd.Context(), list, progressLine(cmd.ErrOrStderr(), "probing"))
+			if services {
+				if list != nil {
+					return usageError{fmt.Errorf("--ports and --services: a Service probe connects to every Service port")}
+				}
+				return probeServices(cmd, l, e, output)
+			}
+			update, stop := probeProgress(cmd, "probing")
+			cells := l.ProbeAll(cmd.Context(), list, update)
+			stop()
 			rows := make([]probeRow, len(cells))
 			bad := 0
 			for i, c := range cells {
@@ -162,6 +190,7 @@ func newLabProbe(name *string) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&ports, "ports", "", "only these ports, e.g. 80/tcp,53/udp (default: every served port)")
+	cmd.Flags().BoolVar(&services, "services", false, "connect to Service addresses, translated to backends as kube-proxy does, and compare per backend")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
 }
@@ -199,20 +228,22 @@ func writeProbe(w io.Writer, output string, rows []probeRow, bad int) error {
 	return nil
 }
 
-// progressLine returns a progress callback that rewrites one line of w,
-// at most every 200ms and once at the end.
-func progressLine(w io.Writer, what string) func(done, total int) {
-	var last time.Time
-	return func(done, total int) {
-		if done < total && time.Since(last) < 200*time.Millisecond {
-			return
+// probeProgress shows how much of a probe is done on a
+// terminal's progress line (see progress); stop clears it.
+func probeProgress(cmd *cobra.Command, what string) (update func(done, total int), stop func()) {
+	p := startProgress(cmd, false)
+	var done atomic.Int64
+	var mu sync.Mutex
+	shownTotal := -1
+	return func(d, total int) {
+		done.Store(int64(d))
+		mu.Lock()
+		defer mu.Unlock()
+		if total != shownTotal { // retries add to the total
+			shownTotal = total
+			p.Stage(what, done.Load, fmt.Sprintf("of %d", total))
 		}
-		last = time.Now()
-		fmt.Fprintf(w, "\r%s: %d/%d", what, done, total)
-		if done == total {
-			fmt.Fprintln(w)
-		}
-	}
+	}, p.Stop
 }
 
 func newLabApply(name *string) *cobra.Command {

@@ -65,6 +65,9 @@ type Lab struct {
 	// the lab's manifest directory; its server must be reachable from the
 	// node namespaces (see Forward).
 	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Services are translated to their backends on every node, as
+	// kube-proxy does (services.go).
+	Services []Service `json:"services,omitempty"`
 	// PIDs of the agents, by node index, for down.
 	PIDs []int `json:"pids"`
 }
@@ -180,6 +183,7 @@ func plan(name string, c *state.Cluster, keep map[string]bool) (*Lab, error) {
 			l.Pods[i].IP6 = netip.Addr{} // no route for it: probe IPv4 only
 		}
 	}
+	l.planServices(c)
 	return l, nil
 }
 
@@ -296,6 +300,12 @@ func (l *Lab) Up(exe string, manifests []byte, w io.Writer) (err error) {
 				}
 			}
 		}
+	}
+	for _, s := range l.Services {
+		fmt.Fprintf(w, "service %s at %s\n", s.Key, strings.Trim(fmt.Sprint(s.Addrs), "[]"))
+	}
+	if err := l.programProxy(); err != nil {
+		return err
 	}
 	for _, n := range l.Nodes {
 		fmt.Fprintf(w, "agent for %s\n", n.Name)

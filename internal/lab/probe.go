@@ -15,7 +15,8 @@ import (
 
 // Servers listens on every pod's declared TCP and UDP ports, on each of its
 // addresses, until Close.
-// A TCP server accepts and closes; a UDP server echoes one datagram.
+// A TCP server echoes what it reads until the client closes; a UDP server
+// echoes each datagram. Both answer whoAsk with their pod's name.
 type Servers struct {
 	closers []interface{ Close() error }
 }
@@ -35,14 +36,14 @@ func (l *Lab) Serve() (*Servers, error) {
 							return err
 						}
 						s.closers = append(s.closers, ln)
-						go acceptLoop(ln)
+						go acceptLoop(ln, p.Key)
 					case l4.UDP:
 						pc, err := net.ListenPacket(network("udp", ip), addr)
 						if err != nil {
 							return err
 						}
 						s.closers = append(s.closers, pc)
-						go echoLoop(pc)
+						go echoLoop(pc, p.Key)
 					}
 				}
 			}
@@ -88,7 +89,16 @@ func (s *Servers) Close() {
 	}
 }
 
-func acceptLoop(ln net.Listener) {
+// reply is what a server sends back for data: an echo, or its pod's name
+// when asked (a service probe).
+func reply(data []byte, pod string) []byte {
+	if string(data) == whoAsk {
+		return []byte(whoAnswer + pod + "\n")
+	}
+	return data
+}
+
+func acceptLoop(ln net.Listener, pod string) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -104,7 +114,7 @@ func acceptLoop(ln net.Listener) {
 					_ = c.Close()
 					return
 				}
-				if _, err := c.Write(buf[:n]); err != nil {
+				if _, err := c.Write(reply(buf[:n], pod)); err != nil {
 					_ = c.Close()
 					return
 				}
@@ -113,14 +123,14 @@ func acceptLoop(ln net.Listener) {
 	}
 }
 
-func echoLoop(pc net.PacketConn) {
+func echoLoop(pc net.PacketConn, pod string) {
 	buf := make([]byte, 512)
 	for {
 		n, from, err := pc.ReadFrom(buf)
 		if err != nil {
 			return
 		}
-		_, _ = pc.WriteTo(buf[:n], from)
+		_, _ = pc.WriteTo(reply(buf[:n], pod), from)
 	}
 }
 
