@@ -308,24 +308,28 @@ spec:
   egress: [{to: [{podSelector: {matchLabels: {app: server}}}], ports: [{port: 80}]}]
 `
 
+// serverService is a Service in front of sameNode's server: 8080 at
+// 198.18.200.1 to the server's port 80.
+const serverService = `
+---
+apiVersion: v1
+kind: Service
+metadata: {name: server, namespace: x}
+spec:
+  clusterIP: 198.18.200.1
+  selector: {app: server}
+  ports: [{port: 8080, targetPort: 80}]
+`
+
 // TestLabFaultCutThroughServiceAddress: a connection to a Service address
-// (DNAT'd on the node to the backend, as kube-proxy does) is judged as the
-// rules judge it, by the backend: allowed, it survives changes although
-// the egress-isolated client may not reach the Service address itself;
-// denied by a later policy, it is cut.
+// (translated on the node to the backend by the lab's kube-proxy) is
+// judged as the rules judge it, by the backend: allowed, it survives
+// changes although the egress-isolated client may not reach the Service
+// address itself; denied by a later policy, it is cut.
 func TestLabFaultCutThroughServiceAddress(t *testing.T) {
 	requireLab(t)
-	l := upLab(t, labName("svc"), sameNode)
+	l := upLab(t, labName("svc"), sameNode+serverService)
 	client := l.Pods[0]
-	node := l.Nodes[0].Namespace
-	nat := `table ip labsvc {
-	chain pre { type nat hook prerouting priority dstnat; ip daddr 198.18.200.1 tcp dport 8080 dnat to 198.18.1.2:80; }
-}`
-	cmd := exec.Command("ip", "netns", "exec", node, "nft", "-f", "-")
-	cmd.Stdin = strings.NewReader(nat)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("nft: %v: %s", err, out)
-	}
 	conn, err := l.Dial(client, netip.MustParseAddr("198.18.200.1"), l4.Port{Proto: l4.TCP, Num: 8080})
 	if err != nil {
 		t.Fatalf("connecting to the Service address: %v", err)
@@ -336,7 +340,7 @@ func TestLabFaultCutThroughServiceAddress(t *testing.T) {
 	}
 	// A change on the node that leaves the connection allowed: the server
 	// admits the client explicitly.
-	admit := sameNode + `
+	admit := sameNode + serverService + `
 ---
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
@@ -363,7 +367,7 @@ spec:
 	if open == sameNode {
 		t.Fatal("the client's egress policy was not opened")
 	}
-	if err := l.WriteManifests([]byte(open + denyServer)); err != nil {
+	if err := l.WriteManifests([]byte(open + serverService + denyServer)); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.WaitProgrammed(context.Background(), 20*time.Second); err != nil {
