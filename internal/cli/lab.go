@@ -159,10 +159,7 @@ leaves what policy does to it undefined.`,
 				return err
 			}
 			if services {
-				if list != nil {
-					return usageError{fmt.Errorf("--ports and --services: a Service probe connects to every Service port")}
-				}
-				return probeServices(cmd, l, e, output)
+				return probeServices(cmd, l, e, list, output)
 			}
 			update, stop := probeProgress(cmd, "probing")
 			cells := l.ProbeAll(cmd.Context(), list, update)
@@ -189,7 +186,7 @@ leaves what policy does to it undefined.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&ports, "ports", "", "only these ports, e.g. 80/tcp,53/udp (default: every served port)")
+	cmd.Flags().StringVar(&ports, "ports", "", "only these ports, e.g. 80/tcp,53/udp (default: every served port); with --services, Service ports")
 	cmd.Flags().BoolVar(&services, "services", false, "connect to Service addresses, translated to backends as kube-proxy does, and compare per backend")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd

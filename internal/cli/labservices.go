@@ -3,12 +3,12 @@ package cli
 import (
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/lab"
 	"github.com/netpol/netpol/internal/state"
 )
@@ -27,7 +27,7 @@ type serviceProbeRow struct {
 
 // probeServices runs `lab probe --services`: every pod to every Service
 // port of the lab, each backend's fate compared with DecideService.
-func probeServices(cmd *cobra.Command, l *lab.Lab, e *engine.Engine, output string) error {
+func probeServices(cmd *cobra.Command, l *lab.Lab, e *engine.Engine, ports []l4.Port, output string) error {
 	if output != "text" && output != "json" {
 		return usageError{fmt.Errorf("--output %q: want text or json", output)}
 	}
@@ -35,12 +35,12 @@ func probeServices(cmd *cobra.Command, l *lab.Lab, e *engine.Engine, output stri
 		fmt.Fprintf(cmd.ErrOrStderr(), "lab %s has no Service with a cluster IP and backends among its pods\n", l.Name)
 	}
 	update, stop := probeProgress(cmd, "probing Services")
-	cells := l.ProbeServices(cmd.Context(), update)
+	cells := l.ProbeServices(cmd.Context(), ports, update)
 	stop()
 	var rows []serviceProbeRow
 	bad := 0
 	for _, c := range cells {
-		predicted, err := predictBackends(e, c)
+		predicted, err := lab.PredictService(e, c)
 		for _, be := range c.Port.Backends {
 			r := serviceProbeRow{From: c.From, Service: c.Service, Port: servicePortText(&state.ServicePort{Name: c.Port.Name, Port: c.Port.Port}), Addr: c.Addr.String(),
 				Backend: be.Pod, Kernel: verdictWord(c.Reached[be.Pod], c.Err)}
@@ -70,28 +70,6 @@ func probeServices(cmd *cobra.Command, l *lab.Lab, e *engine.Engine, output stri
 		return errSilent{fmt.Errorf("%d mismatches", bad)}
 	}
 	return nil
-}
-
-// predictBackends is what the engine decides for c's source and each
-// backend of its Service port (by pod), over c's address family.
-func predictBackends(e *engine.Engine, c lab.ServiceCell) (map[string]bool, error) {
-	ns, name, _ := strings.Cut(c.Service, "/")
-	svc := e.Cluster().Service(ns, name)
-	if svc == nil || c.Port.Index >= len(svc.Ports) {
-		return nil, fmt.Errorf("the input has no Service %s port %d", c.Service, c.Port.Index)
-	}
-	src, err := e.Endpoint(c.From)
-	if err != nil {
-		return nil, err
-	}
-	v := e.DecideService(src, svc, &svc.Ports[c.Port.Index], c.Addr)
-	out := map[string]bool{}
-	for _, b := range v.Backends {
-		if p := b.Flow.Dst.Pod; p != nil {
-			out[p.Key()] = b.Verdict.Allowed
-		}
-	}
-	return out, nil
 }
 
 func writeServiceProbe(w io.Writer, output string, rows []serviceProbeRow, bad int) error {

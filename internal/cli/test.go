@@ -11,7 +11,7 @@ import (
 
 func newTest() *cobra.Command {
 	var output, anpShape string
-	var legacy bool
+	var legacy, throughServices bool
 	cmd := &cobra.Command{
 		Use:   "test SCENARIO...",
 		Short: "Check policies against expected verdicts: a policy regression suite for CI",
@@ -47,9 +47,16 @@ A scenario file (YAML):
       - allow: "shop/frontend -> shop/web"
     flows:                        # single flows, also to/from IPs and nodes
     - {from: shop/batch, to: 198.19.100.7, port: 443/tcp, allowed: true}
+    # to a Service: how many of its backends policy lets the source reach
+    # (all, some, none or no-backends), on a Service port or its name
+    - {from: shop/frontend, to: svc/shop/s-shop-web, port: 80/tcp, reach: all}
 
 Topology pods get fixed addresses so CIDRs can be written literally: the j-th
 pod of the i-th namespace is 198.18.i.j (both from 1) and fd00:198:18:i::j.
+Each also gets the Service the Kubernetes e2e suite probes it through:
+s-<namespace>-<pod>, selecting pod=<name>, every port, at 198.19.i.j and
+fd00:198:19:i::j. --through-services checks every expect table through
+those Services, as that suite does.
 
 Included files are Kubernetes manifests, relative to the scenario file.
 Directories whose name starts with "_" are not searched for scenarios, so a
@@ -69,7 +76,7 @@ shared cluster lives in e.g. _cluster/ next to the scenarios that use it.`,
 			results := make([]scenario.Result, len(scenarios))
 			failed := 0
 			for i, s := range scenarios {
-				results[i] = scenario.Run(s, scenario.Options{ANPShape: shape, LegacyNamespaceIsolation: legacy})
+				results[i] = scenario.Run(s, scenario.Options{ANPShape: shape, LegacyNamespaceIsolation: legacy, ThroughServices: throughServices})
 				if !results[i].Passed() {
 					failed++
 				}
@@ -95,6 +102,7 @@ shared cluster lives in e.g. _cluster/ next to the scenarios that use it.`,
 	}
 	cmd.Flags().StringVar(&anpShape, "anp-shape", "auto", "AdminNetworkPolicy peer shape: auto, v0.1.7 or kep")
 	cmd.Flags().BoolVar(&legacy, "legacy-namespace-isolation", false, "evaluate ingress with the v1beta1 namespace isolation annotation")
+	cmd.Flags().BoolVar(&throughServices, "through-services", false, "check expect tables to each destination pod's Service (s-<namespace>-<pod>, made by topology), as the Kubernetes e2e suite probes")
 	outputFlag(cmd, &output, "text", "json", "junit")
 	return cmd
 }
@@ -115,7 +123,10 @@ type mismatchJSON struct {
 	Port     int    `json:"port"`
 	Protocol string `json:"protocol"`
 	Expected bool   `json:"expected"`
-	Verdict  any    `json:"verdict"`
+	// For a flow to a Service: the reach expected and found.
+	ExpectedReach string `json:"expectedReach,omitempty"`
+	Reach         string `json:"reach,omitempty"`
+	Verdict       any    `json:"verdict"`
 }
 
 func testJSON(results []scenario.Result) []testResultJSON {
@@ -130,8 +141,12 @@ func testJSON(results []scenario.Result) []testResultJSON {
 				tr.Error = s.Name + ": " + s.Err.Error()
 			}
 			for _, m := range s.Mismatches {
-				tr.Mismatches = append(tr.Mismatches, mismatchJSON{Step: s.Name, From: m.From, To: m.To, Port: int(m.Port.Num),
-					Protocol: m.Port.Proto.String(), Expected: m.Expected, Verdict: m.Verdict})
+				mj := mismatchJSON{Step: s.Name, From: m.From, To: m.To, Port: int(m.Port.Num),
+					Protocol: m.Port.Proto.String(), Expected: m.Expected, Verdict: m.Verdict}
+				if m.Reach != nil {
+					mj.ExpectedReach, mj.Reach = m.Reach.Want.String(), m.Reach.Got.String()
+				}
+				tr.Mismatches = append(tr.Mismatches, mj)
 			}
 		}
 		out = append(out, tr)

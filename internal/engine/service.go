@@ -168,9 +168,35 @@ const (
 	ReachNoBackends              // the port leads nowhere
 )
 
-func (r Reach) String() string {
-	return [...]string{"none", "some", "all", "no-backends"}[r]
+var reachNames = [...]string{"none", "some", "all", "no-backends"}
+
+func (r Reach) String() string { return reachNames[r] }
+
+// ParseReach reads a Reach by its name.
+func ParseReach(s string) (Reach, error) {
+	for r, name := range reachNames {
+		if s == name {
+			return Reach(r), nil
+		}
+	}
+	return 0, fmt.Errorf("%q: want %s", s, strings.Join(reachNames[:], ", "))
 }
+
+// reachOf is the Reach of allowed backends out of total.
+func reachOf(allowed, total int) Reach {
+	switch {
+	case total == 0:
+		return ReachNoBackends
+	case allowed == total:
+		return ReachAll
+	case allowed == 0:
+		return ReachNone
+	}
+	return ReachSome
+}
+
+// Reach is the verdict as a Reach.
+func (v ServiceVerdict) Reach() Reach { return reachOf(v.Reachable, len(v.Backends)) }
 
 // ServiceColumn is one port of one Service.
 type ServiceColumn struct {
@@ -253,16 +279,7 @@ func (e *Engine) ServiceMatrix(srcs []*state.Pod, svcs []*state.Service) *Servic
 					allowed++
 				}
 			}
-			r := ReachSome
-			switch {
-			case total == 0:
-				r = ReachNoBackends
-			case allowed == total:
-				r = ReachAll
-			case allowed == 0:
-				r = ReachNone
-			}
-			m.reach[si*len(m.Columns)+ci] = r
+			m.reach[si*len(m.Columns)+ci] = reachOf(allowed, total)
 		}
 	}
 	return m

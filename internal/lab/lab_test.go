@@ -77,6 +77,13 @@ func manifests(objs []json.RawMessage) []byte {
 // the step's TCP, UDP and SCTP ports, over IPv4 and IPv6; observed must
 // equal the engine's verdict (which the scenario runner has already
 // compared with upstream's).
+// throughServices says whether a replay also probes through Services: for
+// the Kubernetes e2e family, which probes that way upstream (its
+// topology's Services are the suite's own).
+func throughServices(s *scenario.Scenario) bool {
+	return s.Topology != nil && strings.Contains(filepath.ToSlash(s.File), "/k8s-e2e/")
+}
+
 func replay(t *testing.T, s *scenario.Scenario, name string, probed map[string]int) {
 	t.Helper()
 	hasNodes := s.Topology != nil && len(s.Topology.Nodes) > 0
@@ -155,6 +162,27 @@ func replay(t *testing.T, s *scenario.Scenario, name string, probed map[string]i
 					word(c.Observed), word(v.Allowed), trace.String()))
 			}
 		}
+		if throughServices(s) {
+			for _, c := range l.ProbeServices(ctx, ports, nil) {
+				if c.Err != nil {
+					return fmt.Errorf("probe %s -> %s (%s) %s: %w", c.From, c.Service, c.Addr, c.Port.Port, c.Err)
+				}
+				predicted, err := lab.PredictService(st.Engine, c)
+				if err != nil {
+					return err
+				}
+				for _, be := range c.Port.Backends {
+					if be.Pod == c.From {
+						continue // hairpin: not compared (lab.ServiceCell)
+					}
+					probed["through a Service "+word(c.Reached[be.Pod])]++
+					if want, ok := predicted[be.Pod]; !ok || want != c.Reached[be.Pod] {
+						wrong = append(wrong, fmt.Sprintf("%s -> %s (%s) %s, backend %s: kernel %s, predicted %s (known %v)",
+							c.From, c.Service, c.Addr, c.Port.Port, be.Pod, word(c.Reached[be.Pod]), word(want), ok))
+					}
+				}
+			}
+		}
 		if len(wrong) > 0 {
 			return fmt.Errorf("%d flows: the kernel disagrees with netpol matrix:\n%s", len(wrong), strings.Join(wrong, "\n"))
 		}
@@ -229,7 +257,8 @@ func TestLabScenarios(t *testing.T) {
 	t.Logf("flows probed with real packets: %v", probed)
 	// The corpus has allowed and denied flows of every protocol over both
 	// families; a probe that silently stopped working would show here.
-	for _, k := range []string{"IPv4", "IPv6", "TCP allowed", "TCP denied", "UDP allowed", "UDP denied", "SCTP allowed", "SCTP denied"} {
+	for _, k := range []string{"IPv4", "IPv6", "TCP allowed", "TCP denied", "UDP allowed", "UDP denied", "SCTP allowed", "SCTP denied",
+		"through a Service allowed", "through a Service denied"} {
 		if probed[k] == 0 && !t.Failed() && os.Getenv("NETPOL_LAB_SCENARIOS") == "" {
 			t.Errorf("no %s flow was probed", k)
 		}

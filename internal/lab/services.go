@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/state"
 )
@@ -206,13 +207,39 @@ type ServiceCell struct {
 	Err     error
 }
 
+// PredictService is what e decides for c's source and each backend of its
+// Service port (by pod), over c's address family: what the kernel should
+// do.
+func PredictService(e *engine.Engine, c ServiceCell) (map[string]bool, error) {
+	ns, name, _ := strings.Cut(c.Service, "/")
+	svc := e.Cluster().Service(ns, name)
+	if svc == nil || c.Port.Index >= len(svc.Ports) {
+		return nil, fmt.Errorf("the input has no Service %s port %d", c.Service, c.Port.Index)
+	}
+	src, err := e.Endpoint(c.From)
+	if err != nil {
+		return nil, err
+	}
+	v := e.DecideService(src, svc, &svc.Ports[c.Port.Index], c.Addr)
+	out := map[string]bool{}
+	for _, b := range v.Backends {
+		if p := b.Flow.Dst.Pod; p != nil {
+			out[p.Key()] = b.Verdict.Allowed
+		}
+	}
+	return out, nil
+}
+
 // ProbeServices connects from every pod to every Service port over each
 // address the lab serves it at, once per backend in a row (the
 // round-robin reaches each backend once), and once more per backend when
 // some backend was not reached (an allowed connection may be unlucky
 // once). Connections to one Service port are made one after another, or
 // the round-robin would be shared; different ports are probed in parallel.
-func (l *Lab) ProbeServices(ctx context.Context, progress func(done, total int)) []ServiceCell {
+// ports, when not nil, limits the probe to those Service ports. SCTP ports
+// are not probed: this machine has no SCTP sockets, and the raw-packet
+// probe of pods cannot name a backend.
+func (l *Lab) ProbeServices(ctx context.Context, ports []l4.Port, progress func(done, total int)) []ServiceCell {
 	type target struct {
 		service string
 		port    ServicePort
@@ -229,7 +256,8 @@ func (l *Lab) ProbeServices(ctx context.Context, progress func(done, total int))
 						q.Backends = append(q.Backends, be)
 					}
 				}
-				if len(q.Backends) > 0 {
+				probed := p.Port.Proto == l4.TCP || p.Port.Proto == l4.UDP
+				if len(q.Backends) > 0 && probed && (ports == nil || contains(ports, p.Port)) {
 					targets = append(targets, target{s.Key, q, addr})
 				}
 			}

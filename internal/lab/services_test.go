@@ -94,7 +94,7 @@ func TestLabServiceTranslation(t *testing.T) {
 	if !slices.Equal(s.Addrs, want) || !slices.Equal(s.Declared, []netip.Addr{netip.MustParseAddr("10.96.0.80")}) {
 		t.Errorf("shop/web served at %v (declared %v), want %v (declared 10.96.0.80)", s.Addrs, s.Declared, want)
 	}
-	cells := l.ProbeServices(context.Background(), nil)
+	cells := l.ProbeServices(context.Background(), nil, nil)
 	got := map[string]string{}
 	for _, c := range cells {
 		if c.Err != nil {

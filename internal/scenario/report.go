@@ -57,7 +57,14 @@ func WriteFailure(w io.Writer, r Result) {
 				fmt.Fprintf(w, "    ... and %d more\n", len(s.Mismatches)-i)
 				break
 			}
-			fmt.Fprintf(w, "    %s -> %s %s: expected %s, got %s\n", m.From, m.To, m.Port, word(m.Expected), word(!m.Expected))
+			if m.Reach != nil {
+				fmt.Fprintf(w, "    %s -> %s %s: expected reach %s, got %s (%s)\n", m.From, m.To, m.Port, m.Reach.Want, m.Reach.Got, m.Reach.Summary)
+			} else {
+				fmt.Fprintf(w, "    %s -> %s %s: expected %s, got %s\n", m.From, m.To, m.Port, word(m.Expected), word(!m.Expected))
+			}
+			if !m.Flow.Src.IP.IsValid() {
+				continue // no backend: no trace
+			}
 			var b strings.Builder
 			engine.WriteTrace(&b, m.Flow, m.Verdict)
 			fmt.Fprint(w, indentLines(b.String(), "      "))

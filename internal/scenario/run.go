@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -23,6 +24,13 @@ import (
 type Options struct {
 	ANPShape                 source.ANPShape
 	LegacyNamespaceIsolation bool
+	// ThroughServices checks every cell of the expectation tables the way
+	// the Kubernetes e2e suite probes it: to the destination pod's
+	// Service (PodService), which must exist, allowed when policy lets
+	// the source reach its backends. Policy applies after the translation,
+	// so the verdicts are the same as pod to pod; this checks the Service
+	// path (target ports, backends) against upstream's own tables.
+	ThroughServices bool
 	// AfterStep, when set, is called after each step's expectations are
 	// checked against the engine, with the cluster as it then is: the lab
 	// replays scenarios on real network namespaces this way. An error fails
@@ -66,6 +74,14 @@ type Mismatch struct {
 	Expected bool
 	Flow     engine.Flow
 	Verdict  engine.Verdict
+	// Reach is set for a flow to a Service: what was expected and found.
+	Reach *ReachMismatch
+}
+
+// ReachMismatch is a flow to a Service whose reach differs.
+type ReachMismatch struct {
+	Want, Got engine.Reach
+	Summary   string // the verdict in one line (ServiceVerdict.Summary)
 }
 
 // Passed reports whether every step ran and matched.
@@ -306,6 +322,12 @@ func runStep(st *store, file string, i int, step Step, opts Options, sr *StepRes
 		ports, _ := parsePorts(exp.Ports)
 		sr.ports = append(sr.ports, ports...)
 		want := expected(exp, pods)
+		if opts.ThroughServices {
+			if err := checkThroughServices(e, pods, ports, want, sr); err != nil {
+				return fmt.Errorf("%s steps[%d]: %w", file, i, err)
+			}
+			continue
+		}
 		m := e.Matrix(pods, pods, ports)
 		for a, src := range pods {
 			for b, dst := range pods {
@@ -331,6 +353,24 @@ func runStep(st *store, file string, i int, step Step, opts Options, sr *StepRes
 		src, err := e.Endpoint(f.From)
 		if err != nil {
 			return fmt.Errorf("%s steps[%d].flows[%d].from: %w", file, i, j, err)
+		}
+		// reach makes a flow one to a Service (an address stays an address
+		// without it, even a cluster IP: the topology's Services must not
+		// change what a scenario's literal addresses mean).
+		if f.Reach != "" {
+			svc, ok, err := e.ServiceName(f.To)
+			switch {
+			case err != nil:
+				return fmt.Errorf("%s steps[%d].flows[%d].to: %w", file, i, j, err)
+			case !ok:
+				return fmt.Errorf("%s steps[%d].flows[%d].reach: only for a flow to a Service (svc/NAMESPACE/NAME, NAME.NAMESPACE.svc or a cluster IP), and %s is none: use allowed", file, i, j, f.To)
+			}
+			if err := checkServiceFlow(e, src, svc, spec, f, sr); err != nil {
+				return fmt.Errorf("%s steps[%d].flows[%d]: %w", file, i, j, err)
+			}
+			continue
+		} else if _, ok, _ := e.ServiceName(f.To); ok && !isAddr(f.To) {
+			return fmt.Errorf("%s steps[%d].flows[%d]: %s is a Service: say how many backends the source reaches with reach (all, some, none or no-backends)", file, i, j, f.To)
 		}
 		dst, err := e.Endpoint(f.To)
 		if err != nil {
@@ -382,4 +422,67 @@ func decide(e *engine.Engine, from, to string, port l4.PortSpec) (engine.Flow, e
 		return f, engine.Verdict{}
 	}
 	return f, e.Decide(f)
+}
+
+// checkThroughServices checks an expectation table through the
+// destinations' Services: every cell (source, destination, port) is the
+// source to port of the destination's PodService.
+func checkThroughServices(e *engine.Engine, pods []*state.Pod, ports []l4.Port, want []bool, sr *StepResult) error {
+	for b, dst := range pods {
+		name := PodService(dst.Namespace.Name, dst.Name)
+		svc := e.Cluster().Service(dst.Namespace.Name, name)
+		if svc == nil {
+			return fmt.Errorf("pod %s has no Service %s to probe through (only a topology's pods have one)", dst.Key(), name)
+		}
+		for _, port := range ports {
+			sp, err := engine.ServicePort(svc, l4.PortSpec{Num: port.Num, Proto: port.Proto})
+			if err != nil {
+				return err
+			}
+			for a, src := range pods {
+				if a == b {
+					continue
+				}
+				sr.Checked++
+				v := e.DecideService(e.PodEndpoint(src, netip.Addr{}), svc, sp, netip.Addr{})
+				got := len(v.Backends) > 0 && v.Reachable == len(v.Backends)
+				if expect := want[a*len(pods)+b]; got != expect {
+					mm := Mismatch{From: src.Key(), To: "svc/" + svc.Key(), Port: port, Expected: expect}
+					if len(v.Backends) > 0 {
+						mm.Flow, mm.Verdict = v.Backends[0].Flow, v.Backends[0].Verdict
+					}
+					sr.Mismatches = append(sr.Mismatches, mm)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkServiceFlow checks a flow expectation to a Service: its Reach.
+func checkServiceFlow(e *engine.Engine, src engine.Endpoint, svc *state.Service, spec l4.PortSpec, f FlowExpectation, sr *StepResult) error {
+	want, err := engine.ParseReach(f.Reach)
+	if err != nil {
+		return fmt.Errorf("reach: %w", err)
+	}
+	sp, err := engine.ServicePort(svc, spec)
+	if err != nil {
+		return err
+	}
+	v := e.DecideService(src, svc, sp, netip.Addr{})
+	sr.ports = append(sr.ports, sp.Port)
+	sr.Checked++
+	if got := v.Reach(); got != want {
+		mm := Mismatch{From: f.From, To: f.To, Port: sp.Port, Expected: want == engine.ReachAll, Reach: &ReachMismatch{Want: want, Got: got, Summary: v.Summary()}}
+		if len(v.Backends) > 0 {
+			mm.Flow, mm.Verdict = v.Backends[0].Flow, v.Backends[0].Verdict
+		}
+		sr.Mismatches = append(sr.Mismatches, mm)
+	}
+	return nil
+}
+
+func isAddr(s string) bool {
+	_, err := netip.ParseAddr(strings.TrimSpace(s))
+	return err == nil
 }

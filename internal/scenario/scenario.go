@@ -39,11 +39,16 @@ type Scenario struct {
 }
 
 // Topology generates the usual test cluster: namespaces labelled ns=<name>,
-// pods labelled pod=<name> serving every port, nodes.
+// pods labelled pod=<name> serving every port, nodes, and for each pod the
+// ClusterIP Service through which the Kubernetes e2e suite probes it
+// (test/e2e/network/netpol model.go: s-<namespace>-<pod>, selecting
+// pod=<name>, a port service-port-<protocol>-<port> per served port, the
+// target port the same).
 //
 // Addresses are fixed so that scenarios can write CIDRs literally: the j-th
 // pod (from 0, in list order) of the i-th namespace gets 198.18.(i+1).(j+1)
-// and fd00:198:18:(i+1)::(j+1); the k-th node gets 198.19.255.(k+1) and
+// and fd00:198:18:(i+1)::(j+1), its Service 198.19.(i+1).(j+1) and
+// fd00:198:19:(i+1)::(j+1); the k-th node gets 198.19.255.(k+1) and
 // fd00:198:19::(k+1). Pods are placed on the nodes round-robin.
 type Topology struct {
 	Namespaces []string `json:"namespaces"`
@@ -97,12 +102,16 @@ type Override struct {
 }
 
 // FlowExpectation is one flow checked on its own; From and To may be pods,
-// node/NAME or IP addresses.
+// node/NAME or IP addresses. With Reach instead of Allowed, To is a Service
+// (svc/NAMESPACE/NAME, NAME.NAMESPACE.svc or a cluster IP), Port its port
+// or port name, and Reach how many of its backends (of the source's address
+// family) policy lets the source reach: all, some, none or no-backends.
 type FlowExpectation struct {
 	From    string `json:"from"`
 	To      string `json:"to"`
 	Port    string `json:"port"`
 	Allowed bool   `json:"allowed"`
+	Reach   string `json:"reach,omitempty"`
 }
 
 // PortList is a list of ports written as 80, "80/tcp" or "53/udp".
@@ -283,6 +292,25 @@ func (t *Topology) objects() ([]json.RawMessage, error) {
 			"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]string{"pod": name}},
 			"spec":     spec,
 			"status":   map[string]any{"podIPs": []map[string]string{{"ip": v4.String()}, {"ip": v6.String()}}}})
+		var servicePorts []map[string]any
+		for _, p := range ports {
+			servicePorts = append(servicePorts, map[string]any{
+				"name": fmt.Sprintf("service-port-%s-%d", strings.ToLower(p.Proto.String()), p.Num),
+				"port": p.Num, "protocol": p.Proto.String()})
+		}
+		add(map[string]any{"apiVersion": "v1", "kind": "Service",
+			"metadata": map[string]any{"name": PodService(ns, name), "namespace": ns},
+			"spec": map[string]any{
+				"selector":       map[string]string{"pod": name},
+				"ports":          servicePorts,
+				"ipFamilyPolicy": "RequireDualStack", "ipFamilies": []string{"IPv4", "IPv6"},
+				"clusterIPs": []string{
+					netip.AddrFrom4([4]byte{198, 19, byte(nsIndex[ns] + 1), byte(j + 1)}).String(),
+					fmt.Sprintf("fd00:198:19:%x::%x", nsIndex[ns]+1, j+1)},
+			}})
 	}
 	return out, nil
 }
+
+// PodService names the Service of a topology's pod.
+func PodService(namespace, pod string) string { return "s-" + namespace + "-" + pod }

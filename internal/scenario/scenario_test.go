@@ -159,3 +159,44 @@ steps:
 		t.Errorf("missing include: got %v, want an error naming the file and include[0]", err)
 	}
 }
+
+// TestServiceFlowErrors: reach is for flows to Services, and a flow to a
+// Service needs it; an address stays an address without it, even the
+// cluster IP of a topology's Service.
+func TestServiceFlowErrors(t *testing.T) {
+	cases := []struct{ flow, want string }{
+		{"{from: shop/batch, to: shop/web, port: 80/tcp, reach: all}",
+			"steps[0].flows[0].reach: only for a flow to a Service (svc/NAMESPACE/NAME, NAME.NAMESPACE.svc or a cluster IP), and shop/web is none: use allowed"},
+		{"{from: shop/batch, to: svc/shop/s-shop-web, port: 80/tcp, allowed: true}",
+			"steps[0].flows[0]: svc/shop/s-shop-web is a Service: say how many backends the source reaches with reach (all, some, none or no-backends)"},
+		{"{from: shop/batch, to: svc/shop/s-shop-web, port: 80/tcp, reach: most}",
+			`steps[0].flows[0]: reach: "most": want none, some, all, no-backends`},
+		{"{from: shop/batch, to: svc/shop/nope, port: 80/tcp, reach: all}",
+			`steps[0].flows[0].to: "svc/shop/nope": no such Service`},
+		{"{from: shop/batch, to: svc/shop/s-shop-web, port: 81/tcp, reach: all}",
+			"steps[0].flows[0]: Service shop/s-shop-web has no port 81/tcp (it has: service-port-tcp-80=80/tcp)"},
+	}
+	for _, c := range cases {
+		text := "name: x\ntopology: {namespaces: [shop], pods: [shop/web, shop/batch], ports: [80/tcp]}\nsteps: [{flows: [" + c.flow + "]}]"
+		s, err := Parse("s.yaml", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := Run(s, Options{})
+		if len(r.Steps) != 1 || r.Steps[0].Err == nil || !strings.Contains(r.Steps[0].Err.Error(), c.want) {
+			t.Errorf("%s: got %+v, want an error containing %q", c.flow, r.Steps, c.want)
+		}
+	}
+	// The topology Service's cluster IP as a plain address: a flow to an
+	// address, allowed as before.
+	text := "name: x\ntopology: {namespaces: [shop], pods: [shop/web, shop/batch], ports: [80/tcp]}\nsteps: [{flows: [{from: shop/batch, to: 198.19.1.1, port: 80/tcp, allowed: true}]}]"
+	s, err := Parse("s.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Run(s, Options{}); !r.Passed() {
+		var b strings.Builder
+		WriteFailure(&b, r)
+		t.Errorf("a flow to the address of a topology Service:\n%s", b.String())
+	}
+}
