@@ -36,7 +36,8 @@ import (
 // Cluster is a running control plane. It is stopped by the test's Cleanup.
 type Cluster struct {
 	// Config reaches the API server as a member of system:masters; every
-	// request is allowed (--authorization-mode=AlwaysAllow).
+	// request is allowed (--authorization-mode=AlwaysAllow, or RBAC where
+	// masters may do anything: Options.RBAC).
 	Config *rest.Config
 	// Kubeconfig is the path of a kubeconfig file with the same credentials,
 	// for code under test that takes a kubeconfig path, as netpol's CLI does.
@@ -78,6 +79,11 @@ type Options struct {
 	// WithoutCRDs leaves the network-policy-api CRDs out, for tests of a
 	// cluster that has none yet; InstallCRDs installs them later.
 	WithoutCRDs bool
+	// RBAC authorizes requests with RBAC instead of allowing all of them:
+	// Config (system:masters) may still do anything, including
+	// impersonate a user whose rights the test grants (rest.Config's
+	// Impersonate).
+	RBAC bool
 }
 
 // StartWith is Start with options.
@@ -98,7 +104,11 @@ func StartWith(t testing.TB, opts Options) *Cluster {
 	})
 
 	etcdURL := startEtcd(t, bin, root, logs[0])
-	c := startAPIServer(t, bin, root, logs[1], etcdURL)
+	authz := "AlwaysAllow"
+	if opts.RBAC {
+		authz = "RBAC"
+	}
+	c := startAPIServer(t, bin, root, logs[1], etcdURL, authz)
 	c.Kubectl = filepath.Join(bin, "kubectl")
 	if !opts.WithoutCRDs {
 		c.InstallCRDs(t)
@@ -128,7 +138,7 @@ func startEtcd(t testing.TB, bin, root, logPath string) string {
 	return client
 }
 
-func startAPIServer(t testing.TB, bin, root, logPath, etcdURL string) *Cluster {
+func startAPIServer(t testing.TB, bin, root, logPath, etcdURL, authz string) *Cluster {
 	t.Helper()
 	certDir := filepath.Join(root, "pki")
 	pki, err := writePKI(certDir)
@@ -150,7 +160,7 @@ func startAPIServer(t testing.TB, bin, root, logPath, etcdURL string) *Cluster {
 		"--service-account-key-file=" + filepath.Join(certDir, "sa.pub"),
 		"--service-account-signing-key-file=" + filepath.Join(certDir, "sa.key"),
 		"--service-cluster-ip-range=" + serviceCIDR,
-		"--authorization-mode=AlwaysAllow",
+		"--authorization-mode=" + authz,
 		// Otherwise the server publishes its own address as the endpoints
 		// of the default "kubernetes" Service and keeps renewing a lease
 		// for it: objects no test created, pointing at no pod.

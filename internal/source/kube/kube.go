@@ -21,6 +21,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -87,20 +88,34 @@ func List(ctx context.Context, cfg *rest.Config, opts source.Options) ([]source.
 	}
 	// Services and EndpointSlices are read once here, for explain, matrix
 	// and lint; the agent's Watch does not watch them, as they never change
-	// the programmed rules.
+	// the programmed rules. Nor does policy: a user whose RBAC was written
+	// for the agent gets the policies' answers, and a warning.
+	var unreadable diag.List
+	forbidden := func(kind string, err error) bool {
+		if !apierrors.IsForbidden(err) {
+			return false
+		}
+		unreadable = append(unreadable, diag.Diagnostic{Severity: diag.Warning, Origin: diag.Origin{File: "cluster"},
+			Message: fmt.Sprintf("cannot list %s (%v): flows to Services and their checks see none", kind, err)})
+		return true
+	}
 	svcs, err := cs.CoreV1().Services("").List(ctx, list)
-	if err != nil {
+	switch {
+	case err == nil:
+		for i := range svcs.Items {
+			m.set(&svcs.Items[i], kindService)
+		}
+	case !forbidden("Services", err):
 		return nil, nil, fmt.Errorf("listing Services: %w", err)
 	}
-	for i := range svcs.Items {
-		m.set(&svcs.Items[i], kindService)
-	}
 	eps, err := cs.DiscoveryV1().EndpointSlices("").List(ctx, list)
-	if err != nil {
+	switch {
+	case err == nil:
+		for i := range eps.Items {
+			m.set(&eps.Items[i], kindEndpointSlice)
+		}
+	case !forbidden("EndpointSlices", err):
 		return nil, nil, fmt.Errorf("listing EndpointSlices: %w", err)
-	}
-	for i := range eps.Items {
-		m.set(&eps.Items[i], kindEndpointSlice)
 	}
 	nps, err := cs.NetworkingV1().NetworkPolicies("").List(ctx, list)
 	if err != nil {
@@ -123,7 +138,7 @@ func List(ctx context.Context, cfg *rest.Config, opts source.Options) ([]source.
 		}
 	}
 	objs, diags, _ := m.snapshot()
-	return objs, diags, nil
+	return objs, append(unreadable, diags...), nil
 }
 
 // StripPod keeps what policy needs of a pod: identity, labels, node,
