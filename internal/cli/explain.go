@@ -9,6 +9,7 @@ import (
 
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/state"
 )
 
@@ -16,6 +17,7 @@ import (
 type explainOptions struct {
 	in                     inputFlags
 	from, to, port, output string
+	resolvedAs             []string
 	staged, exitCode       bool
 }
 
@@ -44,6 +46,14 @@ trace, after a summary such as "reachable through 2 of 3 backends". A pod
 that reaches itself through its own Service (hairpin) is allowed, as a pod
 reaching its own address is.
 
+DST may also be a DNS name (api.example.com): a connection to an address
+outside the cluster that the name resolved to, which domainNames peers of
+admin policies match (exactly, or "*.example.com" for names below it). The
+address is a stand-in that no ipBlock or networks peer names except those
+covering every address, so the verdict is the one every such address gets;
+for a given address, name it with --to and say what it was resolved from
+with --resolved-as.
+
 Policies annotated netpol.io/staged: "true" are not enforced and take no
 part in the verdict. With --staged, explain also prints the staged verdict
 and its trace: the decision once the staged policies are enforced too.
@@ -60,6 +70,8 @@ gate never mistakes it for a denial, and 1 without.`,
   netpol explain -f examples/services --from shop/frontend-0 --to svc/shop/web --port http
   netpol explain -f cluster/ --from x/a --to kube-dns.kube-system.svc --port dns/udp -o json
   kubectl get ns,pods,netpol,anp,banp -A -o yaml | netpol explain -f - --from x/a --to y/b --port http
+  netpol explain -f cluster/ --from x/a --to api.example.com --port 443
+  netpol explain -f cluster/ --from x/a --to 203.0.113.7 --resolved-as api.example.com --port 443
   netpol explain -f cluster/ --from x/a --to y/b --port 80 --staged
   netpol explain -f cluster/ --from x/a --to y/b --port 5432 --exit-code   # in CI: exit 1 when denied`,
 		Args: cobra.NoArgs,
@@ -80,6 +92,7 @@ gate never mistakes it for a denial, and 1 without.`,
 	cmd.Flags().StringVar(&o.from, "from", "", "source: namespace/pod, node/NAME or IP")
 	cmd.Flags().StringVar(&o.to, "to", "", "destination: namespace/pod, node/NAME, IP, or a Service: svc/NS/NAME, NAME.NS.svc[.cluster.local] or a cluster IP")
 	cmd.Flags().StringVar(&o.port, "port", "", "destination port: 80, 80/tcp, 53/udp, or a named port such as http (of the Service when --to is one)")
+	cmd.Flags().StringSliceVar(&o.resolvedAs, "resolved-as", nil, "the DNS names --to ADDRESS was resolved from, which domainNames peers match (repeatable)")
 	cmd.Flags().BoolVar(&o.staged, "staged", false, "also decide with the policies annotated netpol.io/staged enforced, and print both")
 	cmd.Flags().BoolVar(&o.exitCode, "exit-code", false, "exit 1 when the connection is denied (and 2 for every failure), as git diff --exit-code")
 	outputFlag(cmd, &o.output, "text", "json")
@@ -114,6 +127,19 @@ func (o *explainOptions) run(cmd *cobra.Command) (denied bool, err error) {
 	if err != nil {
 		return false, troubleError{fmt.Errorf("--to %w", err)}
 	}
+	if len(o.resolvedAs) > 0 {
+		if _, err := netip.ParseAddr(o.to); err != nil {
+			return false, usageError{fmt.Errorf("--resolved-as: --to must be an address (it is %q)", o.to)}
+		}
+		for _, n := range o.resolvedAs {
+			if !engine.IsDomainName(n) {
+				return false, usageError{fmt.Errorf("--resolved-as %q: not a DNS name", n)}
+			}
+			dst.Names = append(dst.Names, policy.CanonicalDomain(n))
+		}
+	} else if len(dst.Names) > 0 && src.IP.Is6() {
+		dst = e.NameEndpoint(o.to, src.IP) // a stand-in of the source's family
+	}
 	flow, err := e.NewFlow(src, dst, spec)
 	if err != nil {
 		return false, troubleError{err} // a port name the destination does not declare
@@ -134,6 +160,10 @@ func (o *explainOptions) run(cmd *cobra.Command) (denied bool, err error) {
 		out := flowJSON(flow, v)
 		out.Staged = sv
 		return !v.Allowed, writeJSON(w, out)
+	}
+	if len(dst.Names) > 0 && len(o.resolvedAs) == 0 {
+		fmt.Fprintf(w, "%s: as %s, an address outside the cluster that no narrower ipBlock or networks peer names (decide a given address with --to ADDRESS --resolved-as %s)\n\n",
+			o.to, flow.Dst.IP, o.to)
 	}
 	engine.WriteTrace(w, flow, v)
 	if sv != nil {
@@ -185,10 +215,13 @@ type endpointOut struct {
 	Name string `json:"name"`
 	IP   string `json:"ip"`
 	Kind string `json:"kind"` // pod, host-network-pod, node, external
+	// ResolvedAs are the DNS names the address stands for (--to NAME,
+	// --resolved-as).
+	ResolvedAs []string `json:"resolvedAs,omitempty"`
 }
 
 func endpointJSON(ep engine.Endpoint) endpointOut {
-	out := endpointOut{Name: ep.String(), IP: ep.IP.String(), Kind: "external"}
+	out := endpointOut{Name: ep.String(), IP: ep.IP.String(), Kind: "external", ResolvedAs: ep.Names}
 	switch {
 	case ep.Pod != nil && ep.Pod.HostNetwork:
 		out.Kind = "host-network-pod"

@@ -3,9 +3,11 @@ package engine
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
 	"strings"
 
 	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/state"
 )
 
@@ -33,7 +35,10 @@ func (e *Engine) Endpoint(s string) (Endpoint, error) {
 	}
 	kind, name, ok := strings.Cut(s, "/")
 	if !ok {
-		return Endpoint{}, fmt.Errorf("%q: want namespace/pod, node/NAME or an IP address", s)
+		if IsDomainName(s) {
+			return e.NameEndpoint(s, netip.Addr{}), nil
+		}
+		return Endpoint{}, fmt.Errorf("%q: want namespace/pod, node/NAME, an IP address or a DNS name", s)
 	}
 	if kind == "node" && e.c.Namespace("node") == nil {
 		n := e.c.Node(name)
@@ -161,4 +166,69 @@ func distance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// hostnameRE is a DNS name of two labels or more (RFC 1123 labels, and "_"
+// as the network-policy-api's DomainName pattern allows), with an optional
+// trailing dot.
+var hostnameRE = regexp.MustCompile(`^([a-zA-Z0-9_]([-a-zA-Z0-9_]*[a-zA-Z0-9])?\.)+[a-zA-Z0-9_]([-a-zA-Z0-9_]*[a-zA-Z0-9])?\.?$`)
+
+// IsDomainName reports whether s reads as a DNS name (not an address).
+func IsDomainName(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err != nil && len(s) <= 253 && hostnameRE.MatchString(s)
+}
+
+// stand-ins are the addresses a flow to a name may take (documentation
+// ranges, RFC 5737 and RFC 3849), in order of preference.
+var standIns4, standIns6 = []netip.Prefix{
+	netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("192.0.2.0/24"),
+}, []netip.Prefix{netip.MustParsePrefix("2001:db8::/32")}
+
+// NameEndpoint is a destination named by DNS name: an address outside the
+// cluster that the name resolved to. Which address is not known, so it is
+// one that no ipBlock or networks peer names except those covering every
+// address (0.0.0.0/0, ::/0), and that no pod, node or Service has: the
+// verdict that every such address gets. like chooses the family (IPv4 by
+// default). An address that a narrower peer names may be decided
+// otherwise: give it with --resolved-as.
+func (e *Engine) NameEndpoint(name string, like netip.Addr) Endpoint {
+	ep := Endpoint{Names: []string{policy.CanonicalDomain(name)}, ByAddress: true}
+	var named []netip.Prefix
+	for _, p := range e.Policies().Policies() {
+		for _, d := range policy.Directions {
+			for _, r := range p.Rules[d] {
+				for _, peer := range r.Peers {
+					if peer.Kind == policy.PeerIPBlock && peer.Block.CIDR.Bits() > 0 {
+						named = append(named, peer.Block.CIDR)
+					}
+				}
+			}
+		}
+	}
+	taken := func(a netip.Addr) bool {
+		if e.c.PodByIP(a) != nil || e.c.NodeByIP(a) != nil || e.c.ServiceByIP(a) != nil {
+			return true
+		}
+		for _, p := range named {
+			if p.Contains(a) {
+				return true
+			}
+		}
+		return false
+	}
+	ranges := standIns4
+	if like.Is6() {
+		ranges = standIns6
+	}
+	for _, r := range ranges {
+		for a, n := r.Addr().Next(), 0; r.Contains(a) && n < 256; a, n = a.Next(), n+1 {
+			if !taken(a) {
+				ep.IP = a
+				return ep
+			}
+		}
+	}
+	ep.IP = ranges[0].Addr().Next() // every stand-in is named: take the first
+	return ep
 }

@@ -132,6 +132,9 @@ func (e *Engine) compile(p *policy.Policy, rank int) *compiled {
 		for _, r := range p.Rules[d] {
 			cr := compiledRule{Rule: r}
 			for _, peer := range r.Peers {
+				if peer.Kind == policy.PeerDomains && !r.DomainsMatch() {
+					continue // the API supports domainNames only in Allow rules (policy/domains.go)
+				}
 				cpe := compiledPeer{Peer: peer}
 				if peer.Kind == policy.PeerPods {
 					cpe.atom = e.ix.atomOf(peer.Pods)

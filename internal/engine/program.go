@@ -177,7 +177,7 @@ func (e *Engine) resolve(p compiledPeer, subject *state.Pod) PeerSet {
 	case policy.PeerNodes:
 		ps.Key = "nodes " + p.Nodes.Text
 	case policy.PeerDomains:
-		ps.Key = "domains " + strings.Join(p.Domains, ",")
+		ps.Key = "domains " + policy.JoinDomains(p.Domains, ",")
 	}
 	return ps
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/policy"
@@ -19,6 +20,10 @@ type Endpoint struct {
 	// that address (and its family); an end named as a pod takes its
 	// address of the other end's family (NewFlow).
 	ByAddress bool
+	// Names are the DNS names the address was resolved as (canonical:
+	// policy.CanonicalDomain), which domainNames peers match (NameEndpoint,
+	// explain --resolved-as).
+	Names []string
 }
 
 func (ep Endpoint) String() string {
@@ -27,6 +32,8 @@ func (ep Endpoint) String() string {
 		return ep.Pod.Key()
 	case ep.Node != nil:
 		return "node/" + ep.Node.Name
+	case len(ep.Names) > 0:
+		return strings.Join(ep.Names, ",")
 	}
 	return ep.IP.String()
 }
@@ -306,6 +313,20 @@ func (m matcher) peerMatches(p compiledPeer) bool {
 		return p.Block.Contains(m.peer.IP)
 	case policy.PeerNodes:
 		return m.peer.Node != nil && p.Nodes.Matches(m.peer.Node.Labels)
+	case policy.PeerDomains:
+		return domainsMatch(p.Domains, m.peer.Names)
 	}
-	return false // PeerDomains: flows are addressed by IP
+	return false
+}
+
+// domainsMatch reports whether one of names is one that patterns name.
+func domainsMatch(patterns []policy.DomainPattern, names []string) bool {
+	for _, n := range names {
+		for _, p := range patterns {
+			if p.Matches(n) {
+				return true
+			}
+		}
+	}
+	return false
 }

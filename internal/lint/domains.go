@@ -7,10 +7,19 @@ import (
 	"github.com/netpol/netpol/internal/policy"
 )
 
-// domainNames reports every domainNames peer: netpol decides flows by
-// address and does not learn which addresses a name stands for yet, so
-// explain, matrix and the kernel leave such a peer out. Said nowhere else,
-// an allow-list of names followed by a Deny would deny the names, silently.
+// clusterDomain is the default DNS domain of a cluster's Services and pods.
+const clusterDomain = "cluster.local"
+
+// domainNames reports what a domainNames peer does differently from what
+// its author may expect (policy/domains.go has the semantics):
+//   - explain and matrix match names (explain --to NAME), but the agent
+//     does not learn the addresses they stand for yet: in the kernel the
+//     peer matches nothing, and an allow-list of names followed by a Deny
+//     denies the names. Said nowhere else, nobody would know.
+//   - in a Deny or Pass rule the API does not support the field: the peer
+//     matches nothing, anywhere.
+//   - a name in the cluster's own domain resolves to a Service's cluster IP,
+//     which policy never sees after the translation.
 func (l *linter) domainNames() {
 	for _, p := range l.e.Policies().Policies() {
 		for _, d := range policy.Directions {
@@ -19,11 +28,26 @@ func (l *linter) domainNames() {
 					if peer.Kind != policy.PeerDomains {
 						continue
 					}
-					l.add(Finding{Severity: Warning, Code: CodeDomainNames, Object: p.Ref, Origin: p.Origin,
-						Field: peerField(r, peer.Index) + ".domainNames",
-						Message: fmt.Sprintf("netpol does not enforce domainNames yet: this peer matches no traffic (explain, matrix and the kernel leave it out), so connections to %s meet the rules after it",
-							strings.Join(peer.Domains, ", ")),
+					field := peerField(r, peer.Index) + ".domainNames"
+					names := policy.JoinDomains(peer.Domains, ", ")
+					if !r.DomainsMatch() {
+						l.add(Finding{Severity: Error, Code: CodeDomainNamesAction, Object: p.Ref, Origin: p.Origin, Field: field,
+							Message: fmt.Sprintf("domainNames in a %s rule: the API supports them only in Allow (Accept) rules, so this peer matches no traffic, and connections to %s meet the rules after it",
+								r.Action, names),
+							Hint: "allow the names in an Allow rule above a lower-priority Deny; to deny addresses, use networks"})
+						continue
+					}
+					l.add(Finding{Severity: Warning, Code: CodeDomainNames, Object: p.Ref, Origin: p.Origin, Field: field,
+						Message: fmt.Sprintf("the netpol agent does not enforce domainNames yet: explain and matrix match %s (explain --to NAME), but in the kernel this peer matches no traffic, so those connections meet the rules after it",
+							names),
 						Hint: "until then, allow the addresses the names resolve to with networks (and keep the names for implementations that enforce them)"})
+					for _, dp := range peer.Domains {
+						if dp.Name == clusterDomain || strings.HasSuffix(dp.Name, "."+clusterDomain) {
+							l.add(Finding{Severity: Warning, Code: CodeDomainNamesCluster, Object: p.Ref, Origin: p.Origin, Field: field,
+								Message: fmt.Sprintf("%s is in the cluster's domain: a Service's name resolves to its cluster IP, which policy never sees (it applies after the Service translation, to the backends); only headless Services' names, which resolve to pod addresses, can match", dp),
+								Hint:    "select the Service's backends with pods or namespaces peers"})
+						}
+					}
 				}
 			}
 		}

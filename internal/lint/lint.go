@@ -46,8 +46,13 @@
 //	                                                no backends
 //	ipblock-cluster-ip            warning           an egress ipBlock or networks peer covers a Service's cluster IP, which
 //	                                                policy never sees (it sees the backends' pod addresses)
-//	domain-names-not-enforced     warning           a domainNames peer: netpol does not match names yet, so the rule
+//	domain-names-not-enforced     warning           a domainNames peer: explain and matrix match names, but the agent
+//	                                                does not learn their addresses yet, so in the kernel the rule
 //	                                                matches no traffic and the rules after it decide
+//	domain-names-not-allow        error             a domainNames peer in a Deny or Pass rule: the API supports them
+//	                                                only in Allow (Accept) rules; the peer matches nothing
+//	domain-names-cluster-local    warning           a domainNames entry in the cluster's domain: Service names resolve
+//	                                                to cluster IPs, which policy never sees
 //	input                         warning           a warning of reading the input (decoder, state, normalisation)
 //	no-pods                       info              the input has no pods: the checks that need pods were skipped
 package lint
@@ -101,21 +106,23 @@ func ParseSeverity(s string) (Severity, error) {
 
 // The codes of findings; the package documentation describes each.
 const (
-	CodePriorityOverlap  = "admin-priority-overlap"
-	CodeAdminOverridesNP = "admin-overrides-networkpolicy"
-	CodeRuleShadowed     = "rule-shadowed"
-	CodeSelectsNothing   = "selects-nothing"
-	CodeNamedPort        = "named-port-undeclared"
-	CodeIsolatedNoAllow  = "isolated-allows-nothing"
-	CodeDNSBlocked       = "dns-blocked"
-	CodeKEPField         = "kep-field"
-	CodeUnknownField     = "unknown-field"
-	CodeServicePort      = "service-port-not-target"
-	CodeServiceTarget    = "service-target-port-undeclared"
-	CodeClusterIPBlock   = "ipblock-cluster-ip"
-	CodeDomainNames      = "domain-names-not-enforced"
-	CodeInput            = "input"
-	CodeNoPods           = "no-pods"
+	CodePriorityOverlap    = "admin-priority-overlap"
+	CodeAdminOverridesNP   = "admin-overrides-networkpolicy"
+	CodeRuleShadowed       = "rule-shadowed"
+	CodeSelectsNothing     = "selects-nothing"
+	CodeNamedPort          = "named-port-undeclared"
+	CodeIsolatedNoAllow    = "isolated-allows-nothing"
+	CodeDNSBlocked         = "dns-blocked"
+	CodeKEPField           = "kep-field"
+	CodeUnknownField       = "unknown-field"
+	CodeServicePort        = "service-port-not-target"
+	CodeServiceTarget      = "service-target-port-undeclared"
+	CodeClusterIPBlock     = "ipblock-cluster-ip"
+	CodeDomainNames        = "domain-names-not-enforced"
+	CodeDomainNamesAction  = "domain-names-not-allow"
+	CodeDomainNamesCluster = "domain-names-cluster-local"
+	CodeInput              = "input"
+	CodeNoPods             = "no-pods"
 )
 
 // Rule describes a code for tools that list them (SARIF's rules).
@@ -149,8 +156,12 @@ var Rules = []Rule{
 		"The endpoint controller leaves out pods that do not declare the name: name the container port, or use a number."},
 	{CodeClusterIPBlock, "An egress ipBlock covers a Service's cluster IP",
 		"Policy sees the backends' pod addresses, never the cluster IP: select the backends with pod and namespace selectors."},
-	{CodeDomainNames, "A domainNames peer that netpol does not enforce yet",
-		"Until netpol enforces domainNames, allow the addresses the names resolve to with networks (and keep the names for the implementations that enforce them)."},
+	{CodeDomainNames, "A domainNames peer that the netpol agent does not enforce yet",
+		"Until the agent enforces domainNames, allow the addresses the names resolve to with networks (and keep the names for the implementations that enforce them)."},
+	{CodeDomainNamesAction, "A domainNames peer in a Deny or Pass rule",
+		"The API supports domainNames only in Allow (Accept) rules: allow the names above a lower-priority Deny; deny addresses with networks."},
+	{CodeDomainNamesCluster, "A domainNames entry in the cluster's own domain",
+		"Service names resolve to cluster IPs, which policy never sees: select the backends with pods or namespaces peers."},
 	{CodeInput, "A warning about the input", "See the message."},
 	{CodeNoPods, "No pods in the input", "Add the namespaces and workloads (or pods) the policies apply to, or lint a live cluster."},
 }

@@ -209,12 +209,15 @@ func (n *normalizer) adminPeer(field string, pe adminPeer) (peers []Peer, known 
 			n.r.Errorf(field+".domainNames", "must have at least 1 item")
 		}
 		n.maxItems(field+".domainNames", len(pe.domainNames), 25)
+		var patterns []DomainPattern
 		for k, d := range pe.domainNames {
 			if !domainNameRE.MatchString(d) {
 				n.r.Errorf(idx(field+".domainNames", k), "invalid domain name %q", d)
+				continue
 			}
+			patterns = append(patterns, ParseDomainPattern(d))
 		}
-		peers = append(peers, Peer{Kind: PeerDomains, Domains: pe.domainNames})
+		peers = append(peers, Peer{Kind: PeerDomains, Domains: patterns})
 	}
 	return peers, true
 }

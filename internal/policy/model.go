@@ -165,7 +165,7 @@ type Peer struct {
 	Pods    PodSelector
 	Block   IPBlock
 	Nodes   Selector
-	Domains []string
+	Domains []DomainPattern // see domains.go
 }
 
 // IPBlock is a CIDR without its exceptions.

@@ -16,6 +16,7 @@ import (
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/pipeline"
+	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/state"
 )
@@ -375,6 +376,12 @@ func runStep(st *store, file string, i int, step Step, opts Options, sr *StepRes
 		dst, err := e.Endpoint(f.To)
 		if err != nil {
 			return fmt.Errorf("%s steps[%d].flows[%d].to: %w", file, i, j, err)
+		}
+		for _, n := range f.ResolvedAs {
+			if !engine.IsDomainName(n) {
+				return fmt.Errorf("%s steps[%d].flows[%d].resolvedAs: %q is not a DNS name", file, i, j, n)
+			}
+			dst.Names = append(dst.Names, policy.CanonicalDomain(n))
 		}
 		flow, err := e.NewFlow(src, dst, spec)
 		if err != nil {

@@ -106,12 +106,17 @@ type Override struct {
 // (svc/NAMESPACE/NAME, NAME.NAMESPACE.svc or a cluster IP), Port its port
 // or port name, and Reach how many of its backends (of the source's address
 // family) policy lets the source reach: all, some, none or no-backends.
+//
+// To may be a DNS name (an address outside the cluster that it resolved
+// to), and ResolvedAs gives the names an address To was resolved from:
+// what domainNames peers match.
 type FlowExpectation struct {
-	From    string `json:"from"`
-	To      string `json:"to"`
-	Port    string `json:"port"`
-	Allowed bool   `json:"allowed"`
-	Reach   string `json:"reach,omitempty"`
+	From       string   `json:"from"`
+	To         string   `json:"to"`
+	Port       string   `json:"port"`
+	Allowed    bool     `json:"allowed"`
+	Reach      string   `json:"reach,omitempty"`
+	ResolvedAs []string `json:"resolvedAs,omitempty"`
 }
 
 // PortList is a list of ports written as 80, "80/tcp" or "53/udp".
