@@ -1,0 +1,117 @@
+package compile
+
+import (
+	"net/netip"
+
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/policy"
+)
+
+// The IR decides connections the way a renderer's rules do, and Decide
+// says how, without a kernel: a differential test holds it against the
+// engine's Decide on random clusters (eval_test.go), so that what is
+// compiled for each node is known to decide what the engine decides on
+// every developer machine, not only in the root-only lab.
+
+// Side is the IR's decision in one direction.
+type Side struct {
+	// Applies: the address is a local pod with a table in this direction
+	// (otherwise nothing restricts it here).
+	Applies bool
+	Allowed bool
+	// By is the rule that decided, nil for the table's default.
+	By *Rule
+}
+
+// Decide evaluates the connection src -> dst on port with the IR's
+// tables: egress when src is one of the node's pods, ingress when dst is.
+// Staged (log-only) tables decide nothing and are not walked.
+func (ir *IR) Decide(src, dst netip.Addr, port l4.Port) (egress, ingress Side) {
+	tables := make(map[string]*Table, len(ir.Tables))
+	for _, t := range ir.Tables {
+		tables[t.Name] = t
+	}
+	sets := make(map[string]*AddrSet, len(ir.Sets))
+	for _, s := range ir.Sets {
+		sets[s.Name] = s
+	}
+	endpoints := make(map[string]*EndpointSet, len(ir.EndpointSets))
+	for _, s := range ir.EndpointSets {
+		endpoints[s.Name] = s
+	}
+	egress, ingress = Side{Allowed: true}, Side{Allowed: true}
+	for _, p := range ir.Pods {
+		for _, ip := range p.IPs {
+			if ip == src && p.Egress != "" {
+				egress = walk(tables[p.Egress], dst, port, sets, endpoints)
+			}
+			if ip == dst && p.Ingress != "" {
+				ingress = walk(tables[p.Ingress], src, port, sets, endpoints)
+			}
+		}
+	}
+	return egress, ingress
+}
+
+// walk runs a table's rules in order for a connection with peer address
+// peer: the first match decides; a Pass leaves the admin tier for the
+// rules after it; an EndTier leaves the baseline tier, which allows.
+func walk(t *Table, peer netip.Addr, port l4.Port, sets map[string]*AddrSet, endpoints map[string]*EndpointSet) Side {
+	s := Side{Applies: true}
+	if t == nil || t.LogOnly {
+		return Side{Allowed: true}
+	}
+	for i := 0; i < len(t.Rules); i++ {
+		r := &t.Rules[i]
+		if !r.matches(peer, port, sets, endpoints) {
+			continue
+		}
+		switch r.Action {
+		case Accept, EndTier:
+			s.Allowed, s.By = true, r
+			return s
+		case Drop:
+			s.By = r
+			return s
+		case Pass:
+			for i+1 < len(t.Rules) && t.Rules[i+1].Tier == policy.TierAdmin {
+				i++
+			}
+		}
+	}
+	s.Allowed = t.Default == Accept
+	return s
+}
+
+// matches reports whether the rule's peer and ports match.
+func (r *Rule) matches(peer netip.Addr, port l4.Port, sets map[string]*AddrSet, endpoints map[string]*EndpointSet) bool {
+	if r.Endpoints != "" {
+		for _, e := range endpoints[r.Endpoints].Elements {
+			if e.IP == peer && e.Port == port {
+				return true
+			}
+		}
+		return false
+	}
+	if r.Peer != "" {
+		in := false
+		for _, p := range sets[r.Peer].Prefixes {
+			if p.Contains(peer) {
+				in = true
+				break
+			}
+		}
+		if !in {
+			return false
+		}
+	}
+	if len(r.Ports) == 0 {
+		return true
+	}
+	for _, pr := range r.Ports {
+		if pr.Contains(port) {
+			return true
+		}
+	}
+	return false
+}
