@@ -94,6 +94,7 @@ func (c *compiler) reuse(name, key string, pods iter.Seq[*state.Pod], ports bool
 // Node compiles the IR of node.
 func (k *Compiler) Node(e *engine.Engine, node string) *IR {
 	c := &compiler{e: e, ir: &IR{Node: node}, tables: map[string]*Table{}, sets: map[string]*AddrSet{}, endpoints: map[string]*EndpointSet{},
+		domains:     map[string]*DomainSet{},
 		auditDenies: k.AuditDenies, last: k.last, next: map[string]cachedSet{},
 		lastTables: k.lastTables, nextTables: map[tableKey]cachedTable{}}
 	defer func() { k.last, k.lastTables = c.next, c.nextTables }()
@@ -115,6 +116,10 @@ func (k *Compiler) Node(e *engine.Engine, node string) *IR {
 	for _, s := range c.endpoints {
 		c.ir.EndpointSets = append(c.ir.EndpointSets, s)
 	}
+	for _, s := range c.domains {
+		c.ir.DomainSets = append(c.ir.DomainSets, s)
+	}
+	sort.Slice(c.ir.DomainSets, func(i, j int) bool { return c.ir.DomainSets[i].Name < c.ir.DomainSets[j].Name })
 	sort.Slice(c.ir.Tables, func(i, j int) bool { return c.ir.Tables[i].Name < c.ir.Tables[j].Name })
 	sort.Slice(c.ir.Sets, func(i, j int) bool { return c.ir.Sets[i].Name < c.ir.Sets[j].Name })
 	sort.Slice(c.ir.EndpointSets, func(i, j int) bool { return c.ir.EndpointSets[i].Name < c.ir.EndpointSets[j].Name })
@@ -127,6 +132,7 @@ type compiler struct {
 	tables      map[string]*Table // by name (a hash of the content)
 	sets        map[string]*AddrSet
 	endpoints   map[string]*EndpointSet
+	domains     map[string]*DomainSet
 	auditedNP   map[policy.Ref]bool // NetworkPolicies that log their denies; nil until needed
 	auditDenies bool
 	// last are the sets and tables of the previous IR that may be reused,
@@ -149,9 +155,12 @@ func (c *compiler) table(pod *state.Pod, dir policy.Direction) string {
 		for i := range ct.uses {
 			u := &ct.uses[i]
 			u.peer = u.peer.For(c.e) // and the cache lets go of the old engine
-			if u.port == nil {
+			switch {
+			case u.peer.Kind == policy.PeerDomains:
+				c.domainSet(u.peer)
+			case u.port == nil:
 				c.addrSet(u.peer)
-			} else {
+			default:
 				c.endpointSet(u.peer, *u.port)
 			}
 		}
@@ -236,7 +245,11 @@ func (c *compiler) rules(out []Rule, pod *state.Pod, dir policy.Direction, tier 
 	}
 	for _, peer := range peers {
 		if peer.Kind == policy.PeerDomains {
-			continue // flows are addressed by IP: a domain never matches
+			k := base
+			k.Ports, k.Domains = ranges, c.domainSet(peer)
+			c.uses = append(c.uses, setUse{peer: peer})
+			out = append(out, k) // named ports never come with names (validation)
+			continue
 		}
 		if r.AllPorts || len(ranges) > 0 {
 			k := base
@@ -300,6 +313,20 @@ func (c *compiler) addrSet(peer engine.PeerSet) string {
 	}
 	s.Prefixes = Normalize(s.Prefixes)
 	c.sets[name] = s
+	return name
+}
+
+// domainSet returns the name of the set of a domainNames peer's
+// addresses, creating it (empty: the agent fills it).
+func (c *compiler) domainSet(peer engine.PeerSet) string {
+	name := "d-" + shortHash(peer.Key)
+	if _, ok := c.domains[name]; !ok {
+		s := &DomainSet{Name: name}
+		for _, p := range peer.Domains {
+			s.Patterns = append(s.Patterns, p.String())
+		}
+		c.domains[name] = s
+	}
 	return name
 }
 
@@ -387,6 +414,9 @@ func tableName(t *Table) string {
 		b = append(append(b, r.Action...), ' ')
 		b = append(append(b, r.Peer...), ' ')
 		b = append(b, r.Endpoints...)
+		if r.Domains != "" { // absent from older names: tables without names keep theirs
+			b = append(append(b, " domains "...), r.Domains...)
+		}
 		for _, p := range r.Ports {
 			b = append(append(b, ' '), p.String()...)
 		}

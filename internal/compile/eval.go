@@ -83,8 +83,13 @@ func walk(t *Table, peer netip.Addr, port l4.Port, sets map[string]*AddrSet, end
 	return s
 }
 
-// matches reports whether the rule's peer and ports match.
+// matches reports whether the rule's peer and ports match. A domain set
+// holds no address at compile time: its rules match nothing here, as in a
+// kernel that has learned nothing yet.
 func (r *Rule) matches(peer netip.Addr, port l4.Port, sets map[string]*AddrSet, endpoints map[string]*EndpointSet) bool {
+	if r.Domains != "" {
+		return false
+	}
 	if r.Endpoints != "" {
 		for _, e := range endpoints[r.Endpoints].Elements {
 			if e.IP == peer && e.Port == port {

@@ -25,6 +25,9 @@ type IR struct {
 	// the tables name, by name.
 	Sets         []*AddrSet     `json:"sets"`
 	EndpointSets []*EndpointSet `json:"endpointSets,omitempty"`
+	// DomainSets are the addresses that domainNames peers stand for:
+	// learned at run time from DNS answers, none at compile time.
+	DomainSets []*DomainSet `json:"domainSets,omitempty"`
 }
 
 // LocalPod binds a pod's addresses to its tables. An empty table name means
@@ -86,6 +89,9 @@ type Rule struct {
 	// egress named ports, resolved per destination pod. When set, Peer and
 	// Ports are empty.
 	Endpoints string `json:"endpoints,omitempty"`
+	// Domains names a DomainSet: the peer is an address that one of its
+	// names resolved to (egress Allow rules only). When set, Peer is empty.
+	Domains string `json:"domains,omitempty"`
 	// From says which policy rule this is.
 	From RuleRef `json:"from"`
 	// Audit logs the connections this rule decides, when set.
@@ -108,6 +114,16 @@ type AddrSet struct {
 	// Key describes the selection, for people: "pods ns=x pod=a".
 	Key      string         `json:"key"`
 	Prefixes []netip.Prefix `json:"prefixes"`
+}
+
+// DomainSet stands for the addresses of a domainNames peer's names. Its
+// elements are not the compiler's: the agent adds each address a local
+// pod's DNS answer gave for a matching name, for the answer's TTL
+// (policy/domains.go has what matches), so the set starts empty and a
+// renderer keeps what was learned across its syncs.
+type DomainSet struct {
+	Name     string   `json:"name"`
+	Patterns []string `json:"patterns"` // as written: "api.example.com", "*.example.org"
 }
 
 // EndpointSet is a set of (address, protocol, port): a named port of the

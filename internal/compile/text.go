@@ -49,8 +49,12 @@ func rangeStrings(rs []l4.Range) []string {
 // as numbered 6-tuples in evaluation order, then the sets.
 func WriteText(w io.Writer, ir *IR) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "node %s: %d pods, %d tables, %d address sets, %d endpoint sets\n\n",
-		ir.Node, len(ir.Pods), len(ir.Tables), len(ir.Sets), len(ir.EndpointSets))
+	domains := ""
+	if len(ir.DomainSets) > 0 {
+		domains = fmt.Sprintf(", %d domain sets", len(ir.DomainSets))
+	}
+	fmt.Fprintf(tw, "node %s: %d pods, %d tables, %d address sets, %d endpoint sets%s\n\n",
+		ir.Node, len(ir.Pods), len(ir.Tables), len(ir.Sets), len(ir.EndpointSets), domains)
 	fmt.Fprintln(tw, "POD\tADDRESSES\tINGRESS\tEGRESS")
 	for _, p := range ir.Pods {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Pod, addrList(p.IPs), orAllow(p.Ingress), orAllow(p.Egress))
@@ -73,6 +77,8 @@ func WriteText(w io.Writer, ir *IR) error {
 				peer, ports = r.Endpoints, "(in set)"
 			case r.Peer != "":
 				peer = r.Peer + " " + sets[r.Peer]
+			case r.Domains != "":
+				peer = r.Domains + " (learned from DNS)"
 			}
 			if len(r.Ports) > 0 {
 				ports = strings.Join(rangeStrings(r.Ports), ",")
@@ -93,6 +99,12 @@ func WriteText(w io.Writer, ir *IR) error {
 		fmt.Fprintln(tw, "\nSET\tSELECTION\tELEMENTS")
 		for _, s := range ir.Sets {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Key, prefixList(s.Prefixes))
+		}
+	}
+	if len(ir.DomainSets) > 0 {
+		fmt.Fprintln(tw, "\nDOMAIN SET\tNAMES\tELEMENTS")
+		for _, s := range ir.DomainSets {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, strings.Join(s.Patterns, ", "), "learned by the agent from DNS answers")
 		}
 	}
 	if len(ir.EndpointSets) > 0 {

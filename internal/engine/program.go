@@ -46,9 +46,10 @@ type AppliedRule struct {
 // element by element. Members are listed only when asked for: the compiler
 // asks once per key, not once per subject pod and rule.
 type PeerSet struct {
-	Key   string
-	Kind  policy.PeerKind
-	Block policy.IPBlock // PeerIPBlock
+	Key     string
+	Kind    policy.PeerKind
+	Block   policy.IPBlock         // PeerIPBlock
+	Domains []policy.DomainPattern // PeerDomains
 
 	e       *Engine
 	peer    compiledPeer
@@ -178,6 +179,7 @@ func (e *Engine) resolve(p compiledPeer, subject *state.Pod) PeerSet {
 		ps.Key = "nodes " + p.Nodes.Text
 	case policy.PeerDomains:
 		ps.Key = "domains " + policy.JoinDomains(p.Domains, ",")
+		ps.Domains = p.Domains
 	}
 	return ps
 }

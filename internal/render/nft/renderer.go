@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"sigs.k8s.io/knftables"
 
@@ -262,7 +263,9 @@ func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transac
 		tx.Flush(&knftables.Map{Name: name})
 	}
 	for _, name := range have["set"] {
-		if !isCutSet(name) { // held connections stay held across restarts
+		// Held connections stay held across restarts, and what DNS
+		// answers taught stays learned.
+		if !isCutSet(name) && !isDomainSet(name) {
 			tx.Flush(&knftables.Set{Name: name})
 		}
 	}
@@ -288,6 +291,11 @@ func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transac
 }
 
 func isBase(name string) bool { return name == chainForward || name == chainInput }
+
+// isDomainSet reports whether a set of the table is a domain set
+// (compile.DomainSet, named d-<hash>-4 or -6), whose elements the agent
+// learns.
+func isDomainSet(name string) bool { return strings.HasPrefix(name, "d-") }
 
 // writeAll writes a whole table from nothing.
 func writeAll(tx *knftables.Transaction, want *ruleset, st *Stats) {
@@ -490,6 +498,9 @@ func addContainer(tx ops, name string, c *container, isMap bool) {
 	var flags []knftables.SetFlag
 	if c.interval {
 		flags = append(flags, knftables.IntervalFlag)
+	}
+	if c.learned {
+		flags = append(flags, knftables.TimeoutFlag)
 	}
 	var comment *string
 	if c.comment != "" {

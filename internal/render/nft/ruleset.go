@@ -63,6 +63,10 @@ type rule struct {
 type container struct {
 	typ      string
 	interval bool
+	// learned: the elements are the agent's, added with a timeout as DNS
+	// answers arrive (a domain set); the renderer declares the set, never
+	// its elements, and keeps them through every sync.
+	learned  bool
 	elements map[string]string
 	comment  string
 }
@@ -138,6 +142,11 @@ func (b *builder) build(ir *compile.IR) *ruleset {
 		}
 		rs.sets[s.Name+"-4"], rs.sets[s.Name+"-6"] = v4, v6
 		endpoints[s.Name] = builtEndpoints{s.Elements, v4, v6}
+	}
+	for _, s := range ir.DomainSets {
+		comment := "learned from DNS: " + strings.Join(s.Patterns, ", ")
+		rs.sets[s.Name+"-4"] = &container{typ: "ipv4_addr", learned: true, elements: map[string]string{}, comment: comment}
+		rs.sets[s.Name+"-6"] = &container{typ: "ipv6_addr", learned: true, elements: map[string]string{}, comment: comment}
 	}
 	tables := make(map[string]map[string][]rule, len(ir.Tables))
 	for _, t := range ir.Tables {
@@ -232,9 +241,9 @@ func ruleTexts(dir policy.Direction, r compile.Rule, verdict string) []rule {
 			{text: fmt.Sprintf("ip6 %s . meta l4proto . th dport @%s-6 %s", addr, r.Endpoints, verdict), comment: comment},
 		}
 	}
-	peers := []string{""} // any address
-	if r.Peer != "" {
-		peers = []string{fmt.Sprintf("ip %s @%s-4", addr, r.Peer), fmt.Sprintf("ip6 %s @%s-6", addr, r.Peer)}
+	peers := []string{""}                     // any address
+	if set := r.Peer + r.Domains; set != "" { // at most one is set
+		peers = []string{fmt.Sprintf("ip %s @%s-4", addr, set), fmt.Sprintf("ip6 %s @%s-6", addr, set)}
 	}
 	var out []rule
 	for _, peer := range peers {
