@@ -150,7 +150,9 @@ func (w *Watch) startWatching(ctx context.Context, r *adminResource) {
 	lw := newReconnecting(listWatch[*unstructured.UnstructuredList](w.clients.dyn.Resource(r.gvr)), w.clients.dyn, r.gvr.Resource)
 	inf := cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{},
 		cache.SharedIndexInformerOptions{ObjectDescription: r.gvr.String()})
-	synced, err := w.watch(inf, metav1.TypeMeta{})
+	// Handlers of this informer write this generation of the kind: if the
+	// kind is removed (stopWatching), events it still delivers are void.
+	synced, err := w.watch(inf, metav1.TypeMeta{}, w.m.generation(r.kind))
 	if err != nil { // only if the informer had stopped, and it has not started
 		w.failed(r, err)
 		return

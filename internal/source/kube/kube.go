@@ -191,7 +191,14 @@ type mirror struct {
 	keys    []string  // "Kind/namespace/name", sorted: a snapshot never sorts 20k keys
 	objects []decoded // in the order of keys
 	version uint64
+	// gens counts each kind's removals (removeKind): a write made for an
+	// earlier generation is one an informer stopped before the removal
+	// still delivers, and it must not bring the kind's objects back.
+	gens map[string]int64
 }
+
+// anyGen marks a write that no removal voids (the core kinds, List).
+const anyGen = -1
 
 type decoded struct {
 	data  []byte // what was decoded, to tell real changes from no-ops
@@ -200,7 +207,15 @@ type decoded struct {
 }
 
 func newMirror(opts source.Options) *mirror {
-	return &mirror{opts: opts}
+	return &mirror{opts: opts, gens: map[string]int64{}}
+}
+
+// generation returns the current generation of kind, for the handlers of
+// an informer that starts now.
+func (m *mirror) generation(kind string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.gens[kind]
 }
 
 // set decodes obj (typed, with tm as its TypeMeta, or unstructured) and
@@ -208,7 +223,11 @@ func newMirror(opts source.Options) *mirror {
 // policy sees changed: updates of what policy ignores (resource versions,
 // managed fields, an admin policy's status, which agents write) are not
 // changes, or every status write would make every agent recompute.
-func (m *mirror) set(obj runtime.Object, tm metav1.TypeMeta) bool {
+func (m *mirror) set(obj runtime.Object, tm metav1.TypeMeta) bool { return m.setIf(obj, tm, anyGen) }
+
+// setIf is set for a write of generation gen of the object's kind: none
+// when the kind was removed since (see gens).
+func (m *mirror) setIf(obj runtime.Object, tm metav1.TypeMeta, gen int64) bool {
 	acc, err := metaAccessor(obj)
 	if err != nil {
 		return false
@@ -247,6 +266,9 @@ func (m *mirror) set(obj runtime.Object, tm metav1.TypeMeta) bool {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if gen != anyGen && m.gens[kind] != gen {
+		return false // the kind was removed after this informer stopped
+	}
 	// Looked up again: another informer may have inserted a key meanwhile.
 	if i, found := slices.BinarySearch(m.keys, key); found {
 		m.objects[i] = d
@@ -263,6 +285,7 @@ func (m *mirror) removeKind(kind string) bool {
 	prefix := kind + "/"
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.gens[kind]++
 	i, _ := slices.BinarySearch(m.keys, prefix)
 	j := i
 	for j < len(m.keys) && strings.HasPrefix(m.keys[j], prefix) {
@@ -276,7 +299,7 @@ func (m *mirror) removeKind(kind string) bool {
 	return true
 }
 
-func (m *mirror) remove(obj any, kind string) {
+func (m *mirror) remove(obj any, kind string, gen int64) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
@@ -287,6 +310,9 @@ func (m *mirror) remove(obj any, kind string) {
 	key := kind + "/" + acc.GetNamespace() + "/" + acc.GetName()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if gen != anyGen && m.gens[kind] != gen {
+		return
+	}
 	if i, found := slices.BinarySearch(m.keys, key); found {
 		m.keys, m.objects = slices.Delete(m.keys, i, i+1), slices.Delete(m.objects, i, i+1)
 	}
@@ -458,7 +484,7 @@ func newWatch(c clients, opts WatchOptions) (*Watch, error) {
 				return nil, err
 			}
 		}
-		synced, err := w.watch(inf, t.tm)
+		synced, err := w.watch(inf, t.tm, anyGen)
 		if err != nil {
 			return nil, err
 		}
@@ -481,9 +507,10 @@ func listWatch[L runtime.Object](c interface {
 	}
 }
 
-// watch mirrors what inf holds. The function it returns reports whether
-// the mirror holds inf's first list.
-func (w *Watch) watch(inf cache.SharedIndexInformer, tm metav1.TypeMeta) (cache.InformerSynced, error) {
+// watch mirrors what inf holds, as writes of generation gen (anyGen for
+// the core kinds). The function it returns reports whether the mirror
+// holds inf's first list.
+func (w *Watch) watch(inf cache.SharedIndexInformer, tm metav1.TypeMeta, gen int64) (cache.InformerSynced, error) {
 	kind := tm.Kind
 	onSet := func(obj any) {
 		ro, ok := obj.(runtime.Object)
@@ -491,7 +518,7 @@ func (w *Watch) watch(inf cache.SharedIndexInformer, tm metav1.TypeMeta) (cache.
 			return
 		}
 		ro = ro.DeepCopyObject() // the informer's cache is shared: never write to it
-		if w.m.set(ro, tm) {
+		if w.m.setIf(ro, tm, gen) {
 			w.notify()
 		}
 	}
@@ -507,7 +534,7 @@ func (w *Watch) watch(inf cache.SharedIndexInformer, tm metav1.TypeMeta) (cache.
 					k = u.GetKind()
 				}
 			}
-			w.m.remove(obj, k)
+			w.m.remove(obj, k, gen)
 			w.notify()
 		},
 	})

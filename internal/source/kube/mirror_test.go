@@ -61,3 +61,36 @@ func TestMirrorTellsChangesFromNoOps(t *testing.T) {
 		t.Errorf("after the relabel: version %s -> %s, pod %+v", version, v3, changed)
 	}
 }
+
+// TestFaultMirrorIgnoresStoppedInformer: a CRD removed, its kind's objects
+// leave the mirror (removeKind); an event that the stopped informer still
+// delivers afterwards (informers do not stop at once: their handlers drain
+// what was queued) must not bring a removed admin policy back, while the
+// informer of a later generation (the CRD installed again) writes.
+func TestFaultMirrorIgnoresStoppedInformer(t *testing.T) {
+	m := newMirror(source.Options{})
+	anp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "policy.networking.k8s.io/v1alpha1", "kind": "AdminNetworkPolicy",
+		"metadata": map[string]any{"name": "a"},
+		"spec":     map[string]any{"priority": int64(10), "subject": map[string]any{"namespaces": map[string]any{}}},
+	}}
+	count := func() int {
+		objs, _, _ := m.snapshot()
+		return len(objs)
+	}
+	old := m.generation("AdminNetworkPolicy")
+	m.setIf(anp.DeepCopy(), metav1.TypeMeta{}, old)
+	if count() != 1 {
+		t.Fatal("the ANP was not mirrored")
+	}
+	m.removeKind("AdminNetworkPolicy")
+	m.setIf(anp.DeepCopy(), metav1.TypeMeta{}, old) // the stopped informer's late event
+	if n := count(); n != 0 {
+		t.Fatalf("%d objects after the kind's removal and a late event of its stopped informer, want 0", n)
+	}
+	m.remove(anp.DeepCopy(), "AdminNetworkPolicy", old) // and a late delete is harmless
+	m.setIf(anp.DeepCopy(), metav1.TypeMeta{}, m.generation("AdminNetworkPolicy"))
+	if count() != 1 {
+		t.Error("the informer of the next generation cannot write")
+	}
+}
