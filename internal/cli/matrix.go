@@ -273,7 +273,11 @@ func matrixSummary(g *grid, cm *engine.ClassMatrix) string {
 	if g.byWorkload {
 		rows = count(len(g.units), "workload") + " of " + rows
 	}
-	return fmt.Sprintf("%s, %s: %d behaviour classes decided", rows, count(len(g.ports), "port"), cm.Classes())
+	classes := "behaviour classes"
+	if cm.Classes() == 1 {
+		classes = "behaviour class"
+	}
+	return fmt.Sprintf("%s, %s: %d %s decided", rows, count(len(g.ports), "port"), cm.Classes(), classes)
 }
 
 // portRanges makes each port a range of one.

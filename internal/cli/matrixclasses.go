@@ -19,10 +19,12 @@ import (
 //	"ports": [{"protocol":"TCP","port":1,"endPort":65535}, ...],
 //	"classes": [
 //	{"class":0,"pods":["a/client"]},
-//	...],
+//	...
+//	],
 //	"verdicts": [
 //	{"from":0,"to":1,"allowed":[{"protocol":"TCP","port":80}]},
-//	...]
+//	...
+//	]
 //	}
 //
 // A class of one pod towards itself has no verdict (a pod always reaches
@@ -52,7 +54,7 @@ func writeClassesJSON(w io.Writer, rows *classRows, ports []l4.Range) error {
 		b = append(b, data...)
 		b = append(b, '}')
 	}
-	b = append(b, "],\n\"verdicts\": ["...)
+	b = append(b, "\n],\n\"verdicts\": ["...)
 	n := len(cm.Ports)
 	first := true
 	for c := range cm.Classes() {
@@ -78,7 +80,7 @@ func writeClassesJSON(w io.Writer, rows *classRows, ports []l4.Range) error {
 		}
 		b = b[:0]
 	}
-	b = append(b, "]\n}\n"...)
+	b = append(b, "\n]\n}\n"...)
 	_, err := w.Write(b)
 	return err
 }
