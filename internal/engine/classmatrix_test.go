@@ -89,3 +89,39 @@ func TestClassMatrixRows(t *testing.T) {
 		}
 	}
 }
+
+// TestClassMatrixManyPorts: ports are decided 64 at a time; the ports
+// past the first 64 are decided as well as the first.
+func TestClassMatrixManyPorts(t *testing.T) {
+	e := semEngine(t, classTopology, engine.Options{})
+	var ports []l4.Port
+	for n := uint16(1); n <= 100; n++ {
+		ports = append(ports, l4.Port{Proto: l4.TCP, Num: n})
+	}
+	ports = append(ports, l4.Port{Proto: l4.TCP, Num: 5432}, l4.Port{Proto: l4.UDP, Num: 80})
+	m := e.ClassMatrix(e.Cluster().Pods, ports)
+	row := make([]bool, m.Classes()*len(ports))
+	allowed := func(from, to int) string {
+		m.Row(from, row)
+		var out []string
+		for k, p := range ports {
+			if row[to*len(ports)+k] {
+				out = append(out, p.String())
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	for _, tc := range []struct {
+		from, to int
+		want     string
+	}{
+		{0, 2, "80/tcp"},   // client -> web
+		{2, 1, "5432/tcp"}, // web -> db
+		{0, 1, ""},         // client -> db
+		{2, 2, "80/tcp"},   // web -> the other web
+	} {
+		if got := allowed(tc.from, tc.to); got != tc.want {
+			t.Errorf("class %d -> %d: allowed %q, want %q", tc.from, tc.to, got, tc.want)
+		}
+	}
+}

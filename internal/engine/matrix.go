@@ -95,15 +95,19 @@ func (e *Engine) decideClasses(sr, dr [2]*state.Pod, ports []l4.Port, out []bool
 			return false // the only pair is the pod with itself
 		}
 	}
-	for k, port := range ports {
-		out[k] = e.decidePods(s, d, port)
+	f, ok := e.PodFlow(s, d, l4.Port{})
+	if !ok {
+		clear(out) // no address family in common: no connection
+		return true
+	}
+	for lo := 0; lo < len(ports); lo += 64 {
+		hi := min(lo+64, len(ports))
+		allowed := e.allowedPorts(f, ports[lo:hi])
+		for k := lo; k < hi; k++ {
+			out[k] = allowed&(1<<(k-lo)) != 0
+		}
 	}
 	return true
-}
-
-func (e *Engine) decidePods(src, dst *state.Pod, port l4.Port) bool {
-	f, ok := e.PodFlow(src, dst, port)
-	return ok && e.Allowed(f)
 }
 
 // Classes groups pods that every verdict treats alike, as a source and as a
