@@ -357,7 +357,9 @@ func TestMatrixClasses(t *testing.T) {
 
 // TestPortFolder: ports fold into ranges per protocol, in protocol order.
 func TestPortFolder(t *testing.T) {
-	r := func(proto l4.Protocol, first, last uint16) l4.Range { return l4.Range{Proto: proto, First: first, Last: last} }
+	r := func(proto l4.Protocol, first, last uint16) l4.Range {
+		return l4.Range{Proto: proto, First: first, Last: last}
+	}
 	tcp, udp, sctp := l4.TCP, l4.UDP, l4.SCTP
 	for _, tc := range []struct {
 		ports []l4.Range
