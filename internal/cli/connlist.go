@@ -29,6 +29,7 @@ func writeConnList(w io.Writer, g *grid) error {
 	f := newPortFolder(g.ports)
 	n := len(g.ports)
 	cells := make([]cell, len(g.units)*n)
+	var all, some []byte
 	for u, src := range g.units {
 		g.row(g.enforced, u, cells)
 		for v, dst := range g.units {
@@ -36,17 +37,17 @@ func writeConnList(w io.Writer, g *grid) error {
 				continue
 			}
 			row := cells[v*n : (v+1)*n]
-			all := f.fold(func(k int) bool { return row[k] == cellAllowed })
-			some := f.fold(func(k int) bool { return row[k] == cellMixed })
-			if all == "" && some == "" {
+			all = f.appendFold(all[:0], func(k int) bool { return row[k] == cellAllowed })
+			some = f.appendFold(some[:0], func(k int) bool { return row[k] == cellMixed })
+			if len(all) == 0 && len(some) == 0 {
 				continue
 			}
 			b = pad(b, src.key())
 			b = pad(b, dst.key())
 			switch {
-			case some == "":
+			case len(some) == 0:
 				b = append(b, all...)
-			case all == "":
+			case len(all) == 0:
 				b = append(b, "some pod pairs: "...)
 				b = append(b, some...)
 			default:
@@ -65,13 +66,24 @@ func writeConnList(w io.Writer, g *grid) error {
 	return nil
 }
 
+// protoNames are the protocols as the lists spell them, made once: a
+// connection list spells millions.
+var protoNames = func() map[l4.Protocol]string {
+	m := map[l4.Protocol]string{}
+	for _, p := range l4.Protocols {
+		m[p] = strings.ToLower(p.String())
+	}
+	return m
+}()
+
 // portFolder spells sets of ranges of a port dimension.
 type portFolder struct {
 	ports []l4.Range
 	order []int // indexes of ports by protocol, then number
 	// whole: the dimension covers every port of every protocol, so that
 	// everything allowed is "all".
-	whole bool
+	whole   bool
+	scratch []l4.Range
 }
 
 func newPortFolder(ports []l4.Range) *portFolder {
@@ -97,9 +109,10 @@ func newPortFolder(ports []l4.Range) *portFolder {
 }
 
 // ranges folds the picked ports into ranges, adjacent ports of a protocol
-// joined: 80/tcp, 81/tcp and 82/tcp make 80-82/tcp.
+// joined: 80/tcp, 81/tcp and 82/tcp make 80-82/tcp. The slice is valid
+// until the next call: a connection list folds millions of pairs.
 func (f *portFolder) ranges(pick func(k int) bool) []l4.Range {
-	var out []l4.Range
+	out := f.scratch[:0]
 	for _, k := range f.order {
 		if !pick(k) {
 			continue
@@ -111,42 +124,44 @@ func (f *portFolder) ranges(pick func(k int) bool) []l4.Range {
 		}
 		out = append(out, r)
 	}
+	f.scratch = out
 	return out
 }
 
-// fold spells the picked ports: "tcp 80-82,443; udp 53", "tcp all" for
-// every port of a protocol, "all" for every port of every protocol; ""
-// for none.
-func (f *portFolder) fold(pick func(k int) bool) string {
+// appendFold appends the picked ports to b, spelt "tcp 80-82,443; udp
+// 53", "tcp all" for every port of a protocol, "all" for every port of
+// every protocol; nothing for none.
+func (f *portFolder) appendFold(b []byte, pick func(k int) bool) []byte {
 	rs := f.ranges(pick)
-	if len(rs) == 0 {
-		return ""
-	}
-	var b strings.Builder
 	every := 0
-	for i, r := range rs {
-		first := i == 0 || rs[i-1].Proto != r.Proto
-		if first {
-			if i > 0 {
-				b.WriteString("; ")
-			}
-			b.WriteString(strings.ToLower(r.Proto.String()))
-			b.WriteByte(' ')
-		} else {
-			b.WriteByte(',')
-		}
-		switch {
-		case r.First <= 1 && r.Last == 65535:
-			b.WriteString("all")
+	for _, r := range rs {
+		if r.First <= 1 && r.Last == 65535 {
 			every++
-		case r.First == r.Last:
-			b.WriteString(strconv.Itoa(int(r.First)))
-		default:
-			b.WriteString(strconv.Itoa(int(r.First)) + "-" + strconv.Itoa(int(r.Last)))
 		}
 	}
 	if f.whole && every == len(l4.Protocols) && len(rs) == every {
-		return "all"
+		return append(b, "all"...)
 	}
-	return b.String()
+	for i, r := range rs {
+		if i == 0 || rs[i-1].Proto != r.Proto {
+			if i > 0 {
+				b = append(b, "; "...)
+			}
+			b = append(b, protoNames[r.Proto]...)
+			b = append(b, ' ')
+		} else {
+			b = append(b, ',')
+		}
+		switch {
+		case r.First <= 1 && r.Last == 65535:
+			b = append(b, "all"...)
+		case r.First == r.Last:
+			b = strconv.AppendInt(b, int64(r.First), 10)
+		default:
+			b = strconv.AppendInt(b, int64(r.First), 10)
+			b = append(b, '-')
+			b = strconv.AppendInt(b, int64(r.Last), 10)
+		}
+	}
+	return b
 }

@@ -374,7 +374,7 @@ func TestPortFolder(t *testing.T) {
 		{[]l4.Range{r(tcp, 1, 65535), r(udp, 1, 65535)}, "11", "tcp all; udp all"}, // SCTP not decided: not "all"
 	} {
 		f := newPortFolder(tc.ports)
-		if got := f.fold(func(k int) bool { return tc.pick[k] == '1' }); got != tc.want {
+		if got := string(f.appendFold(nil, func(k int) bool { return tc.pick[k] == '1' })); got != tc.want {
 			t.Errorf("fold(%v, %s) = %q, want %q", tc.ports, tc.pick, got, tc.want)
 		}
 	}
