@@ -28,25 +28,15 @@ func writeCells(g *grid, cw cellWriter) error {
 	for k, r := range g.ports {
 		labels[k] = portLabel{int(r.First), r.Proto.String()}
 	}
-	now := make([]cell, len(g.units)*n)
-	var staged []cell
-	if g.staged != nil {
-		staged = make([]cell, len(now))
-	}
+	row := g.rowCells()
 	for u, src := range g.units {
-		g.row(g.enforced, u, now)
-		if staged != nil {
-			g.row(g.staged, u, staged)
-		}
+		row.load(u)
 		from := src.key()
 		for v, dst := range g.units {
 			to := dst.key()
 			for k := range n {
-				var st cell
-				if staged != nil {
-					st = staged[v*n+k]
-				}
-				if err := cw.cell(from, to, labels[k], now[v*n+k], st); err != nil {
+				now, staged := row.at(v, k)
+				if err := cw.cell(from, to, labels[k], now, staged); err != nil {
 					return err
 				}
 			}
@@ -163,14 +153,9 @@ func (j *jsonCells) finish() error {
 // writeMatrixMarkdown writes one table per group of ports whose tables
 // are identical, rows and columns named in full.
 func writeMatrixMarkdown(w io.Writer, g *grid, marks marker) error {
-	n := len(g.ports)
-	now := make([]cell, len(g.units)*n)
-	var staged []cell
-	if g.staged != nil {
-		staged = make([]cell, len(now))
-	}
+	row := g.rowCells()
 	var b []byte
-	for gi, group := range portGroups(n, g.enforced, g.staged) {
+	for gi, group := range portGroups(len(g.ports), g.enforced, g.staged) {
 		if gi > 0 {
 			b = append(b, '\n')
 		}
@@ -189,19 +174,12 @@ func writeMatrixMarkdown(w io.Writer, g *grid, marks marker) error {
 		b = append(b, '\n')
 		k := group[0]
 		for u, src := range g.units {
-			g.row(g.enforced, u, now)
-			if staged != nil {
-				g.row(g.staged, u, staged)
-			}
+			row.load(u)
 			b = append(b, "| "...)
 			b = append(b, src.key()...)
 			b = append(b, " |"...)
 			for v := range g.units {
-				var st cell
-				if staged != nil {
-					st = staged[v*n+k]
-				}
-				b = append(b, ' ', marks.mark(now[v*n+k], st), ' ', '|')
+				b = append(b, ' ', marks.mark(row.at(v, k)), ' ', '|')
 			}
 			b = append(b, '\n')
 			if _, err := w.Write(b); err != nil {

@@ -136,6 +136,39 @@ func (g *grid) row(rows *classRows, u int, out []cell) {
 	}
 }
 
+// rowCells holds one row of the grid, enforced and (with --staged) staged,
+// for the formats that write a row at a time.
+type rowCells struct {
+	g           *grid
+	now, staged []cell
+}
+
+func (g *grid) rowCells() *rowCells {
+	r := &rowCells{g: g, now: make([]cell, len(g.units)*len(g.ports))}
+	if g.staged != nil {
+		r.staged = make([]cell, len(r.now))
+	}
+	return r
+}
+
+// load decides the row of units[u].
+func (r *rowCells) load(u int) {
+	r.g.row(r.g.enforced, u, r.now)
+	if r.staged != nil {
+		r.g.row(r.g.staged, u, r.staged)
+	}
+}
+
+// at returns the cell towards units[v] on ports[k], and its staged
+// verdict (0 without --staged).
+func (r *rowCells) at(v, k int) (now, staged cell) {
+	i := v*len(r.g.ports) + k
+	if r.staged != nil {
+		staged = r.staged[i]
+	}
+	return r.now[i], staged
+}
+
 // bits is a row of class verdicts, one bit per destination class and port.
 type bits []uint64
 

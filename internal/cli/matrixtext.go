@@ -18,7 +18,6 @@ import (
 // space between namespaces. Generated pod names lose the ReplicaSet's
 // template hash (web-7d4b9c8f6d-x2k9p is web-*-x2k9p).
 func writeMatrixText(w io.Writer, g *grid, marks marker, names []string, summary string) error {
-	n := len(g.ports)
 	nsWidth, nameWidth := 0, 0
 	for u, x := range g.units {
 		nsWidth = max(nsWidth, len(x.ns))
@@ -27,13 +26,9 @@ func writeMatrixText(w io.Writer, g *grid, marks marker, names []string, summary
 	numWidth := len(strconv.Itoa(len(g.units)))
 	labelWidth := nsWidth + 1 + numWidth + 1 + nameWidth + 2
 
-	now := make([]cell, len(g.units)*n)
-	var staged []cell
-	if g.staged != nil {
-		staged = make([]cell, len(now))
-	}
+	row := g.rowCells()
 	var b []byte
-	for gi, group := range portGroups(n, g.enforced, g.staged) {
+	for gi, group := range portGroups(len(g.ports), g.enforced, g.staged) {
 		if gi > 0 {
 			b = append(b, '\n')
 		}
@@ -56,10 +51,7 @@ func writeMatrixText(w io.Writer, g *grid, marks marker, names []string, summary
 		}
 		k := group[0]
 		for u, src := range g.units {
-			g.row(g.enforced, u, now)
-			if staged != nil {
-				g.row(g.staged, u, staged)
-			}
+			row.load(u)
 			ns := ""
 			if u == 0 || src.ns != g.units[u-1].ns {
 				ns = src.ns
@@ -69,11 +61,7 @@ func writeMatrixText(w io.Writer, g *grid, marks marker, names []string, summary
 				if v > 0 && g.units[v].ns != g.units[v-1].ns {
 					b = append(b, ' ')
 				}
-				var st cell
-				if staged != nil {
-					st = staged[v*n+k]
-				}
-				b = append(b, marks.mark(now[v*n+k], st))
+				b = append(b, marks.mark(row.at(v, k)))
 			}
 			b = append(b, '\n')
 			if _, err := w.Write(b); err != nil {
