@@ -57,8 +57,9 @@ func writeClassesJSON(w io.Writer, rows *classRows, ports []l4.Range) error {
 	b = append(b, "\n],\n\"verdicts\": ["...)
 	n := len(cm.Ports)
 	first := true
+	var buf bits
 	for c := range cm.Classes() {
-		row := rows.get(c)
+		row := rows.once(c, &buf)
 		for d := range cm.Classes() {
 			if !cm.Paired(c, d) {
 				continue

@@ -202,20 +202,42 @@ func (r *classRows) get(c int) bits {
 	if row := r.rows[c]; row != nil {
 		return row
 	}
-	r.cm.Row(c, r.scratch)
-	r.decided.Add(1)
-	row := make(bits, (len(r.scratch)+63)/64)
-	for i, ok := range r.scratch {
-		if ok {
-			row[i/64] |= 1 << (i % 64)
-		}
-	}
+	row := r.decide(c, nil)
 	if r.held+8*len(row) > r.budget {
 		clear(r.rows)
 		r.held = 0
 	}
 	r.rows[c] = row
 	r.held += 8 * len(row)
+	return row
+}
+
+// once returns the row of class c for a reader that reads each row once
+// (the class view): a row held already, or one decided into *buf, the
+// reader's, and not held.
+func (r *classRows) once(c int, buf *bits) bits {
+	if row := r.rows[c]; row != nil {
+		return row
+	}
+	*buf = r.decide(c, *buf)
+	return *buf
+}
+
+// decide decides the row of class c into buf (made when too short).
+func (r *classRows) decide(c int, buf bits) bits {
+	r.cm.Row(c, r.scratch)
+	r.decided.Add(1)
+	n := (len(r.scratch) + 63) / 64
+	if cap(buf) < n {
+		buf = make(bits, n)
+	}
+	row := buf[:n]
+	clear(row)
+	for i, ok := range r.scratch {
+		if ok {
+			row[i/64] |= 1 << (i % 64)
+		}
+	}
 	return row
 }
 
