@@ -81,14 +81,14 @@ A workload towards itself is decided between its distinct pods.
 
 -o json --classes prints the behaviour classes instead of pods: pods that
 no selector, IP block, named port or node tells apart decide alike, as
-sources and as destinations. It lists each class's pods and, for every
-class towards every class, the ports allowed (every port unless --ports
-names some; a class of one pod has no verdict towards itself). Its size
-follows the number of classes, not pods squared; every other format is
-computed from these verdicts.
+sources and as destinations. It lists each class's pods, then for each
+class the classes it reaches, grouped by the ports allowed (every port
+unless --ports names some; "allowed":[] is denied; a class of one pod has
+no verdict towards itself). Its size follows the number of classes, not
+pods squared; every other format is computed from these verdicts.
 
   {"class":0,"pods":["shop/api-1","shop/api-2"]}
-  {"from":0,"to":1,"allowed":[{"protocol":"TCP","port":80,"endPort":82}]}
+  {"from":0,"to":[{"classes":[1,2],"allowed":[{"protocol":"TCP","port":80,"endPort":82}]}]}
 
 Policies annotated netpol.io/staged: "true" are not enforced. With --staged,
 each cell also shows the verdict once they are: '!' allowed now but the

@@ -305,12 +305,13 @@ shop/web-7d4b9c8f6d-x2k9p  shop/web-7d4b9c8f6d-m4tq7  tcp 80
 	wantOutput(t, "connlist --ports", runMatrix(t, shopCluster, "-o", "connlist", "-l", "app in (web,db)", "--ports", "80,5432"), wantPorts)
 }
 
-// TestMatrixClasses: the class view lists each class's pods and the
-// ports allowed between classes; a class of one pod has no verdict
-// towards itself.
+// TestMatrixClasses: the class view lists each class's pods and, per
+// class, the classes it reaches grouped by the ports allowed; a class of
+// one pod has no verdict towards itself.
 func TestMatrixClasses(t *testing.T) {
+	const p80, p5432 = `{"protocol":"TCP","port":80}`, `{"protocol":"TCP","port":5432}`
 	want := `{
-"ports": [{"protocol":"TCP","port":80},{"protocol":"TCP","port":5432}],
+"ports": [` + p80 + `,` + p5432 + `],
 "classes": [
 {"class":0,"pods":["kube-system/dns","shop/batch"]},
 {"class":1,"pods":["shop/db-0"]},
@@ -318,19 +319,10 @@ func TestMatrixClasses(t *testing.T) {
 {"class":3,"pods":["shop/web-7d4b9c8f6d-x2k9p"]}
 ],
 "verdicts": [
-{"from":0,"to":0,"allowed":[{"protocol":"TCP","port":80},{"protocol":"TCP","port":5432}]},
-{"from":0,"to":1,"allowed":[]},
-{"from":0,"to":2,"allowed":[{"protocol":"TCP","port":80}]},
-{"from":0,"to":3,"allowed":[{"protocol":"TCP","port":80}]},
-{"from":1,"to":0,"allowed":[{"protocol":"TCP","port":80},{"protocol":"TCP","port":5432}]},
-{"from":1,"to":2,"allowed":[{"protocol":"TCP","port":80}]},
-{"from":1,"to":3,"allowed":[{"protocol":"TCP","port":80}]},
-{"from":2,"to":0,"allowed":[{"protocol":"TCP","port":80},{"protocol":"TCP","port":5432}]},
-{"from":2,"to":1,"allowed":[{"protocol":"TCP","port":5432}]},
-{"from":2,"to":3,"allowed":[{"protocol":"TCP","port":80}]},
-{"from":3,"to":0,"allowed":[{"protocol":"TCP","port":80},{"protocol":"TCP","port":5432}]},
-{"from":3,"to":1,"allowed":[]},
-{"from":3,"to":2,"allowed":[{"protocol":"TCP","port":80}]}
+{"from":0,"to":[{"classes":[0],"allowed":[` + p80 + `,` + p5432 + `]},{"classes":[1],"allowed":[]},{"classes":[2,3],"allowed":[` + p80 + `]}]},
+{"from":1,"to":[{"classes":[0],"allowed":[` + p80 + `,` + p5432 + `]},{"classes":[2,3],"allowed":[` + p80 + `]}]},
+{"from":2,"to":[{"classes":[0],"allowed":[` + p80 + `,` + p5432 + `]},{"classes":[1],"allowed":[` + p5432 + `]},{"classes":[3],"allowed":[` + p80 + `]}]},
+{"from":3,"to":[{"classes":[0],"allowed":[` + p80 + `,` + p5432 + `]},{"classes":[1],"allowed":[]},{"classes":[2],"allowed":[` + p80 + `]}]}
 ]
 }
 `
@@ -338,18 +330,24 @@ func TestMatrixClasses(t *testing.T) {
 	wantOutput(t, "json --classes", out, want)
 	var v struct {
 		Classes  []struct{ Pods []string }
-		Verdicts []struct{ From, To int }
+		Verdicts []struct {
+			From int
+			To   []struct{ Classes []int }
+		}
 	}
-	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Classes) != 4 || len(v.Verdicts) != 13 {
+	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Classes) != 4 || len(v.Verdicts) != 4 {
 		t.Errorf("json --classes: %d classes, %d verdicts, %v", len(v.Classes), len(v.Verdicts), err)
 	}
 	// Without --ports, every port: 1-65535 of each protocol, in ranges.
 	out = runMatrix(t, shopCluster, "-o", "json", "--classes")
-	wantPorts := `"ports": [{"protocol":"TCP","port":1,"endPort":65535},{"protocol":"UDP","port":1,"endPort":65535},{"protocol":"SCTP","port":1,"endPort":65535}],`
-	wantDB := `{"from":2,"to":1,"allowed":[{"protocol":"TCP","port":5432}]}`
-	wantAll := `{"from":1,"to":0,"allowed":[{"protocol":"TCP","port":1,"endPort":65535},{"protocol":"UDP","port":1,"endPort":65535},{"protocol":"SCTP","port":1,"endPort":65535}]}`
-	for _, line := range []string{wantPorts, wantDB, wantAll} {
-		if !strings.Contains(out, "\n"+line+"\n") && !strings.Contains(out, "\n"+line+",\n") {
+	const all = `{"protocol":"TCP","port":1,"endPort":65535},{"protocol":"UDP","port":1,"endPort":65535},{"protocol":"SCTP","port":1,"endPort":65535}`
+	const web = `{"protocol":"TCP","port":80},{"protocol":"TCP","port":443}`
+	for _, line := range []string{
+		`"ports": [` + all + `],`,
+		`{"from":1,"to":[{"classes":[0],"allowed":[` + all + `]},{"classes":[2,3],"allowed":[` + web + `]}]},`,
+		`{"from":2,"to":[{"classes":[0],"allowed":[` + all + `]},{"classes":[1],"allowed":[` + p5432 + `]},{"classes":[3],"allowed":[` + web + `]}]},`,
+	} {
+		if !strings.Contains(out, "\n"+line+"\n") {
 			t.Errorf("json --classes lacks the line %s:\n%s", line, out)
 		}
 	}
@@ -414,7 +412,7 @@ func TestMatrixHelpTeachesTheFormats(t *testing.T) {
 		"--by workload makes rows and columns the workloads",
 		"'~' in text and md",
 		"-o json --classes prints the behaviour classes",
-		`{"from":0,"to":1,"allowed":[{"protocol":"TCP","port":80,"endPort":82}]}`,
+		`{"from":0,"to":[{"classes":[1,2],"allowed":[{"protocol":"TCP","port":80,"endPort":82}]}]}`,
 		"web-7d4b9c8f6d-x2k9p as web-*-x2k9p",
 		"numbered as the rows",
 		"netpol matrix -f cluster/ --by workload -o connlist",

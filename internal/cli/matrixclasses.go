@@ -10,10 +10,12 @@ import (
 )
 
 // writeClassesJSON writes the class view (-o json --classes): the ports
-// decided, the behaviour classes with their pods, and the verdict of every
-// class towards every class as the ports it allows, in NetworkPolicy
-// spelling. Its size follows the number of classes, not pods squared.
-// One object per line, written as decided:
+// decided, the behaviour classes with their pods, and for every class the
+// classes it can reach, grouped by the ports allowed (in NetworkPolicy
+// spelling): most classes reach most others alike, so a line per source
+// class lists destination classes, not pairs, and the view of 10,000 pods
+// in 3,000 classes stays tens of megabytes. One object per line, written as
+// decided:
 //
 //	{
 //	"ports": [{"protocol":"TCP","port":1,"endPort":65535}, ...],
@@ -22,13 +24,13 @@ import (
 //	...
 //	],
 //	"verdicts": [
-//	{"from":0,"to":1,"allowed":[{"protocol":"TCP","port":80}]},
+//	{"from":0,"to":[{"classes":[1,2],"allowed":[{"protocol":"TCP","port":80}]},{"classes":[3],"allowed":[]}]},
 //	...
 //	]
 //	}
 //
-// A class of one pod towards itself has no verdict (a pod always reaches
-// itself).
+// Every class appears once in a source's groups, but a class of one pod
+// towards itself, which has no verdict (a pod always reaches itself).
 func writeClassesJSON(w io.Writer, rows *classRows, ports []l4.Range) error {
 	cm := rows.cm
 	f := newPortFolder(ports)
@@ -56,26 +58,59 @@ func writeClassesJSON(w io.Writer, rows *classRows, ports []l4.Range) error {
 	}
 	b = append(b, "\n],\n\"verdicts\": ["...)
 	n := len(cm.Ports)
-	first := true
 	var buf bits
+	var groups [][]int        // destination classes by the ports they are allowed
+	index := map[string]int{} // the allowed ports, as bits, -> group
+	var key []byte
 	for c := range cm.Classes() {
 		row := rows.once(c, &buf)
+		groups = groups[:0]
+		clear(index)
 		for d := range cm.Classes() {
 			if !cm.Paired(c, d) {
 				continue
 			}
-			if !first {
+			key = key[:0]
+			for k := 0; k < n; k += 8 {
+				var x byte
+				for i := k; i < min(k+8, n); i++ {
+					if row.has(d*n + i) {
+						x |= 1 << (i - k)
+					}
+				}
+				key = append(key, x)
+			}
+			g, ok := index[string(key)]
+			if !ok {
+				g = len(groups)
+				index[string(key)] = g
+				groups = append(groups, nil)
+			}
+			groups[g] = append(groups[g], d)
+		}
+		if c > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, "\n{\"from\":"...)
+		b = strconv.AppendInt(b, int64(c), 10)
+		b = append(b, ",\"to\":["...)
+		for gi, dsts := range groups {
+			if gi > 0 {
 				b = append(b, ',')
 			}
-			first = false
-			b = append(b, "\n{\"from\":"...)
-			b = strconv.AppendInt(b, int64(c), 10)
-			b = append(b, ",\"to\":"...)
-			b = strconv.AppendInt(b, int64(d), 10)
-			b = append(b, ",\"allowed\":"...)
+			b = append(b, "{\"classes\":["...)
+			for i, d := range dsts {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, int64(d), 10)
+			}
+			b = append(b, "],\"allowed\":"...)
+			d := dsts[0]
 			b = appendRanges(b, f.ranges(func(k int) bool { return row.has(d*n + k) }))
 			b = append(b, '}')
 		}
+		b = append(b, "]}"...)
 		if _, err := w.Write(b); err != nil {
 			return err
 		}
