@@ -312,31 +312,49 @@ func actionWord(p *policy.Policy, a policy.Action) string {
 	return a.String()
 }
 
-// rule returns the ports of cand (bits of m.ports) that r matches: its
-// ports, then its peers, which are the same for every port.
+// rule returns the ports of cand (bits of m.ports) that r matches. For
+// one port its ports are checked first, as before there were masks: that
+// check is cheap and fails often. For many, the peers first: they are the
+// same for every port, and when none matches no port is looked at.
 func (m matcher) rule(r compiledRule, cand uint64) uint64 {
-	hit := cand
-	if !r.AllPorts {
-		hit = 0
-		for b := cand; b != 0; b &= b - 1 {
-			k := bits.TrailingZeros64(b)
-			if m.portMatches(r.Ports, m.ports[k]) {
-				hit |= 1 << k
-			}
-		}
-		if hit == 0 {
+	if cand&(cand-1) == 0 { // one port
+		if (!r.AllPorts && m.portsOf(r, cand) == 0) || !m.peers(r) {
 			return 0
 		}
+		return cand
 	}
+	if !m.peers(r) {
+		return 0
+	}
+	if r.AllPorts {
+		return cand
+	}
+	return m.portsOf(r, cand)
+}
+
+// peers reports whether some peer of r matches.
+func (m matcher) peers(r compiledRule) bool {
 	if r.AllPeers {
-		return hit
+		return true
 	}
 	for _, p := range r.peers {
 		if m.peerMatches(p) {
-			return hit
+			return true
 		}
 	}
-	return 0
+	return false
+}
+
+// portsOf returns the ports of cand that r's ports match.
+func (m matcher) portsOf(r compiledRule, cand uint64) uint64 {
+	var hit uint64
+	for b := cand; b != 0; b &= b - 1 {
+		k := bits.TrailingZeros64(b)
+		if m.portMatches(r.Ports, m.ports[k]) {
+			hit |= 1 << k
+		}
+	}
+	return hit
 }
 
 func (m matcher) portMatches(ports []policy.PortMatch, port l4.Port) bool {
