@@ -48,9 +48,9 @@ between namespaces. A pod made by a Deployment is shown without its
 ReplicaSet's template hash: web-7d4b9c8f6d-x2k9p as web-*-x2k9p.
 
   80/tcp   (rows: from, columns: to, numbered as the rows; . allowed, X denied)
-                  1 23
+                     1 23
   kube-system 1 dns  . ..
-  shop        2 api  . X.
+  shop        2 api  . .X
               3 web  . ..
 
 -o csv, json and md have a record (or cell) per pair and port, named in
