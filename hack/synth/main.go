@@ -16,12 +16,12 @@ import (
 )
 
 func main() {
-	size := flag.String("size", "1k", "1k, 10k or 100k")
+	size := flag.String("size", "1k", "1k, 2k, 10k or 100k")
 	flag.Parse()
-	sizes := map[string]synth.Size{"1k": synth.Size1k, "10k": synth.Size10k, "100k": synth.Size100k}
+	sizes := map[string]synth.Size{"1k": synth.Size1k, "2k": synth.Size2k, "10k": synth.Size10k, "100k": synth.Size100k}
 	s, ok := sizes[*size]
 	if !ok {
-		fmt.Fprintf(os.Stderr, "synth: -size %q: want 1k, 10k or 100k\n", *size)
+		fmt.Fprintf(os.Stderr, "synth: -size %q: want 1k, 2k, 10k or 100k\n", *size)
 		os.Exit(2)
 	}
 	w := bufio.NewWriter(os.Stdout)

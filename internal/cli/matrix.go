@@ -1,44 +1,99 @@
 package cli
 
 import (
+	"bufio"
 	"encoding/csv"
 	"fmt"
 	"io"
 	"sort"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/netpol/netpol/internal/diff"
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/graph"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/state"
 )
 
+// matrixOptions are matrix's flags.
+type matrixOptions struct {
+	in                          inputFlags
+	ports, output, selector, by string
+	namespaces                  []string
+	staged, services, classes   bool
+	portList                    []l4.Port
+	sel                         labels.Selector
+}
+
 func newMatrix() *cobra.Command {
-	var in inputFlags
-	var ports, output, selector string
-	var namespaces []string
-	var staged, services bool
+	o := matrixOptions{}
 	cmd := &cobra.Command{
 		Use:   "matrix -f MANIFESTS",
 		Short: "Print which pods can reach which, on every port that matters",
 		Long: `matrix decides every pair of pods on every port and prints the truth table:
-rows are sources, columns destinations, '.' allowed and 'X' denied, one table
-per port. The ports are those the pods declare (containers[].ports) unless
---ports names others.
+rows are sources, columns destinations, '.' allowed and 'X' denied. The
+ports are those the pods declare (containers[].ports) unless --ports names
+others. The output is written while it is computed: memory does not grow
+with it, whatever the format.
 
-The work is done over behaviour classes: pods that no selector, IP block,
-named port or node tells apart are decided once, so large clusters with few
-distinct behaviours stay fast.
+The text table is for a terminal. Ports whose tables are identical share
+one table (headed "80/tcp, 443/tcp"). Rows are numbered and grouped by
+namespace; the columns are the rows in the same order, headed by their
+numbers written downwards (column 12 shows a 1 above a 2), with a space
+between namespaces. A pod made by a Deployment is shown without its
+ReplicaSet's template hash: web-7d4b9c8f6d-x2k9p as web-*-x2k9p.
+
+  80/tcp   (rows: from, columns: to, numbered as the rows; . allowed, X denied)
+                     1 23
+  kube-system 1 dns  . ..
+  shop        2 api  . .X
+              3 web  . ..
+
+-o csv, json and md have a record (or cell) per pair and port, named in
+full: csv "from,to,port,protocol,allowed", json an array with one object
+per line, {"from":"shop/api","to":"shop/web","port":80,"protocol":"TCP",
+"allowed":false}.
+
+-o connlist lists only what is allowed: per pair of pods with something
+allowed, the ports folded into ranges per protocol. It decides every port
+(1-65535 of TCP, UDP and SCTP) unless --ports names some, so it is the
+whole truth, not only the declared ports; "all" is every port of every
+protocol. A pod's connections to itself are left out (always allowed).
+
+  FROM      TO        ALLOWED
+  shop/api  shop/web  tcp 80-82,443; udp 53
+  shop/web  shop/api  all
+
+--by workload makes rows and columns the workloads instead of the pods:
+the Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController,
+Job or CronJob that made the pods (from the workload objects, or from a
+pod's ownerReferences), named kind/name (shop/deployment/web), or a bare
+pod as pod/NAME. Replicas share labels and so decide alike; where the pods
+of two workloads do not (a policy that names one replica, a node or an
+address), the cell says so rather than pick one: '~' in text and md,
+"mixed":true in json and a mixed column in csv (allowed is true only when
+every pair of their pods is allowed), "some pod pairs: ..." in connlist.
+A workload towards itself is decided between its distinct pods.
+
+-o json --classes prints the behaviour classes instead of pods: pods that
+no selector, IP block, named port or node tells apart decide alike, as
+sources and as destinations. It lists each class's pods, then for each
+class the classes it reaches, grouped by the ports allowed (every port
+unless --ports names some; "allowed":[] is denied; a class of one pod has
+no verdict towards itself). Its size follows the number of classes, not
+pods squared; every other format is computed from these verdicts.
+
+  {"class":0,"pods":["shop/api-1","shop/api-2"]}
+  {"from":0,"to":[{"classes":[1,2],"allowed":[{"protocol":"TCP","port":80,"endPort":82}]}]}
 
 Policies annotated netpol.io/staged: "true" are not enforced. With --staged,
 each cell also shows the verdict once they are: '!' allowed now but the
 staged policies would deny, '+' denied now but they would allow (JSON and
-CSV gain a "staged" verdict per cell).
+CSV gain a "staged" verdict per cell). Per pod, in text, md, json and csv.
 
 -o dot and -o svg draw the enforced verdicts as a graph: namespaces as
 boxes, each class of pods (within a namespace) as one node, an arrow where
@@ -52,112 +107,201 @@ on its target port); '-' is a port without backends. Text, json and csv.`,
 		Example: `  netpol matrix -f examples/tenants
   netpol matrix -f examples/tenants --ports 80/tcp,53/udp -o csv
   netpol matrix -f cluster/ -n blue-web -n blue-db -l app=api -o json
+  netpol matrix -f cluster/ -o connlist
+  netpol matrix -f cluster/ --by workload
+  netpol matrix -f cluster/ --by workload -o connlist --ports 80,443,53/udp
+  netpol matrix -f cluster/ -o json --classes
   netpol matrix -f cluster/ --staged
   netpol matrix -f examples/tenants -o svg > tenants.svg
   netpol matrix -f examples/services --services -o csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if services && (ports != "" || staged || output == "md" || output == "dot" || output == "svg") {
-				return usageError{fmt.Errorf("--services prints text, json or csv, and takes no --ports or --staged")}
-			}
-			var portList []l4.Port
-			if ports != "" {
-				var err error
-				if portList, err = l4.ParsePortList(ports); err != nil {
-					return usageError{fmt.Errorf("--ports: %w", err)}
-				}
-			}
-			sel := labels.Everything()
-			if selector != "" {
-				var err error
-				if sel, err = labels.Parse(selector); err != nil {
-					return usageError{fmt.Errorf("--selector: %w", err)}
-				}
-			}
-			e, err := in.load(cmd)
-			if err != nil {
+			if err := o.complete(); err != nil {
 				return err
 			}
-			pods, err := filterPods(e.Cluster(), namespaces, sel)
-			if err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			if services {
-				return writeServiceMatrix(cmd.OutOrStdout(), output, e.ServiceMatrix(pods, e.Cluster().Services))
-			}
-			if portList == nil {
-				portList = declaredPorts(pods)
-			}
-			if len(pods) == 0 || len(portList) == 0 {
-				return fmt.Errorf("nothing to decide: %d pods, %d ports (declare containerPorts or pass --ports)", len(pods), len(portList))
-			}
-			w := cmd.OutOrStdout()
-			switch output {
-			case "dot":
-				return graph.WriteDOT(w, matrixGraph(e, pods, portList))
-			case "svg":
-				return writeSVG(cmd, matrixGraph(e, pods, portList))
-			}
-			p := startProgress(cmd, in.quiet)
-			p.Stage(fmt.Sprintf("computing the matrix of %d pods", len(pods)), nil, "")
-			mm := matrices{enforced: e.Matrix(pods, pods, portList)}
-			if staged {
-				mm.staged = mm.enforced
-				if se := e.Staged(); se != nil {
-					mm.staged = se.Matrix(pods, pods, portList)
-				}
-			}
-			p.Stop()
-			switch output {
-			case "json":
-				return writeJSON(w, matrixCells(mm))
-			case "csv":
-				return writeMatrixCSV(w, mm)
-			case "md":
-				writeMatrixMarkdown(w, mm)
-			default:
-				writeMatrixText(w, mm)
-			}
-			return nil
+			return o.run(cmd)
 		},
 	}
-	in.register(cmd)
-	cmd.Flags().StringVar(&ports, "ports", "", "ports to decide, comma-separated: 80/tcp,53/udp (default: every declared container port)")
-	cmd.Flags().StringSliceVarP(&namespaces, "namespace", "n", nil, "only pods in these namespaces; repeatable")
-	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only pods whose labels match this selector, e.g. app=web,tier!=db")
-	cmd.Flags().BoolVar(&services, "services", false, "columns are Service ports: whether each source reaches all, some or none of their backends")
-	cmd.Flags().BoolVar(&staged, "staged", false, "also decide with the policies annotated netpol.io/staged enforced, and mark the cells that differ")
-	outputFlag(cmd, &output, "text", "json", "csv", "md", "dot", "svg")
+	o.in.register(cmd)
+	cmd.Flags().StringVar(&o.ports, "ports", "", "ports to decide, comma-separated: 80/tcp,53/udp (default: every declared container port; with -o connlist and --classes every port)")
+	cmd.Flags().StringSliceVarP(&o.namespaces, "namespace", "n", nil, "only pods in these namespaces; repeatable")
+	cmd.Flags().StringVarP(&o.selector, "selector", "l", "", "only pods whose labels match this selector, e.g. app=web,tier!=db")
+	cmd.Flags().StringVar(&o.by, "by", "pod", "rows and columns: pod, or workload (the Deployment, StatefulSet, DaemonSet, Job ... that made the pods; a bare pod stands for itself)")
+	cmd.Flags().BoolVar(&o.classes, "classes", false, "with -o json: the behaviour classes, their pods and the ports allowed from each class to each class, instead of pods x pods")
+	cmd.Flags().BoolVar(&o.services, "services", false, "columns are Service ports: whether each source reaches all, some or none of their backends")
+	cmd.Flags().BoolVar(&o.staged, "staged", false, "also decide with the policies annotated netpol.io/staged enforced, and mark the cells that differ")
+	outputFlag(cmd, &o.output, "text", "json", "csv", "md", "connlist", "dot", "svg")
 	return cmd
 }
 
-// matrices are the enforced matrix and, with --staged, the staged one over
-// the same pods and ports (nil without --staged).
-type matrices struct {
-	enforced, staged *engine.Matrix
-}
-
-// mark is a cell's text: '.' allowed, 'X' denied; with a staged matrix,
-// '!' allowed but would be denied, '+' denied but would be allowed.
-func (mm matrices) mark(i, j, k int) string {
-	now := mm.enforced.Allowed(i, j, k)
-	if mm.staged != nil && mm.staged.Allowed(i, j, k) != now {
-		if now {
-			return "!"
+// complete parses the flags that have a syntax.
+func (o *matrixOptions) complete() error {
+	if o.ports != "" {
+		var err error
+		if o.portList, err = l4.ParsePortList(o.ports); err != nil {
+			return usageError{fmt.Errorf("--ports: %w", err)}
 		}
-		return "+"
 	}
-	if now {
-		return "."
+	o.sel = labels.Everything()
+	if o.selector != "" {
+		var err error
+		if o.sel, err = labels.Parse(o.selector); err != nil {
+			return usageError{fmt.Errorf("--selector: %w", err)}
+		}
 	}
-	return "X"
+	return nil
 }
 
-func (mm matrices) legend() string {
-	if mm.staged != nil {
-		return ". allowed, X denied; staged: ! would be denied, + would be allowed"
+// validate refuses the combinations that mean nothing.
+func (o *matrixOptions) validate() error {
+	switch {
+	case o.by != "pod" && o.by != "workload":
+		return usageError{fmt.Errorf("--by %q: want pod or workload", o.by)}
+	case o.services && (o.ports != "" || o.staged || o.classes || o.by != "pod" || (o.output != "text" && o.output != "json" && o.output != "csv")):
+		return usageError{fmt.Errorf("--services prints text, json or csv, and takes no --ports, --staged, --by or --classes")}
+	case o.classes && (o.output != "json" || o.by != "pod" || o.staged):
+		return usageError{fmt.Errorf("--classes is a JSON view of the classes: it needs -o json, and takes no --by or --staged")}
+	case o.staged && (o.by != "pod" || o.output == "connlist"):
+		return usageError{fmt.Errorf("--staged marks the cells of the pod tables (text, md, json, csv): it takes no --by workload or -o connlist")}
+	case o.by != "pod" && (o.output == "dot" || o.output == "svg"):
+		return usageError{fmt.Errorf("-o %s draws classes of pods, not workloads: it takes no --by", o.output)}
 	}
-	return ". allowed, X denied"
+	return nil
+}
+
+func (o *matrixOptions) run(cmd *cobra.Command) error {
+	e, err := o.in.load(cmd)
+	if err != nil {
+		return err
+	}
+	pods, err := filterPods(e.Cluster(), o.namespaces, o.sel)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+	if o.services {
+		if err := writeServiceMatrix(bw, o.output, e.ServiceMatrix(pods, e.Cluster().Services)); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	// The port dimension: ranges, each decided on its first port. The
+	// lists (connlist, classes) decide every port: they say all that is
+	// allowed.
+	var dims []l4.Range
+	switch {
+	case o.portList != nil:
+		dims = portRanges(o.portList)
+	case o.output == "connlist" || o.classes:
+		dims = diff.Segments(e)
+	default:
+		dims = portRanges(declaredPorts(pods))
+	}
+	if len(pods) == 0 || len(dims) == 0 {
+		return fmt.Errorf("nothing to decide: %d pods, %d ports (declare containerPorts or pass --ports)", len(pods), len(dims))
+	}
+	ports := make([]l4.Port, len(dims))
+	for k, r := range dims {
+		ports[k] = l4.Port{Proto: r.Proto, Num: r.First}
+	}
+	switch o.output {
+	case "dot":
+		return graph.WriteDOT(cmd.OutOrStdout(), matrixGraph(e, pods, ports))
+	case "svg":
+		return writeSVG(cmd, matrixGraph(e, pods, ports))
+	}
+
+	cm := e.ClassMatrix(pods, ports)
+	g := &grid{ports: dims, enforced: newClassRows(cm), pods: len(pods), byWorkload: o.by == "workload"}
+	if g.byWorkload {
+		g.units = workloadUnits(cm)
+	} else {
+		g.units = podUnits(cm)
+	}
+	if o.staged {
+		g.staged = g.enforced
+		if se := e.Staged(); se != nil {
+			g.staged = newClassRows(se.ClassMatrix(pods, ports))
+		}
+	}
+	// The progress line counts the class rows decided, and goes as soon as
+	// the answer starts.
+	p := startProgress(cmd, o.in.quiet)
+	decided := g.enforced.decided.Load
+	if g.staged != nil && g.staged != g.enforced {
+		decided = func() int64 { return g.enforced.decided.Load() + g.staged.decided.Load() }
+	}
+	p.Stage(fmt.Sprintf("deciding the matrix of %d pods (%d behaviour classes)", len(pods), cm.Classes()), decided, "class rows")
+	w := &stopOnWrite{w: bw, stop: p.Stop}
+	marks := marker{staged: g.staged != nil, byWorkload: g.byWorkload}
+	switch {
+	case o.classes:
+		err = writeClassesJSON(w, g.enforced, dims)
+	case o.output == "json":
+		var jc *jsonCells
+		if jc, err = newJSONCells(w); err == nil {
+			if err = writeCells(g, jc); err == nil {
+				err = jc.finish()
+			}
+		}
+	case o.output == "csv":
+		var cc *csvCells
+		if cc, err = newCSVCells(w, g); err == nil {
+			err = writeCells(g, cc)
+		}
+	case o.output == "md":
+		err = writeMatrixMarkdown(w, g, marks)
+	case o.output == "connlist":
+		err = writeConnList(w, g)
+	default:
+		err = writeMatrixText(w, g, marks, shortNames(g, pods), matrixSummary(g, cm))
+	}
+	p.Stop()
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// matrixSummary is the text table's last line: what was decided, and the
+// work it took.
+func matrixSummary(g *grid, cm *engine.ClassMatrix) string {
+	rows := count(g.pods, "pod")
+	if g.byWorkload {
+		rows = count(len(g.units), "workload") + " of " + rows
+	}
+	classes := "behaviour classes"
+	if cm.Classes() == 1 {
+		classes = "behaviour class"
+	}
+	return fmt.Sprintf("%s, %s: %d %s decided", rows, count(len(g.ports), "port"), cm.Classes(), classes)
+}
+
+// portRanges makes each port a range of one.
+func portRanges(ports []l4.Port) []l4.Range {
+	out := make([]l4.Range, len(ports))
+	for k, p := range ports {
+		out[k] = l4.Range{Proto: p.Proto, First: p.Num, Last: p.Num}
+	}
+	return out
+}
+
+// stopOnWrite stops the progress line before the first byte of the answer,
+// so that the two never share a terminal line.
+type stopOnWrite struct {
+	w    io.Writer
+	stop func()
+}
+
+func (s *stopOnWrite) Write(b []byte) (int, error) {
+	if s.stop != nil {
+		s.stop()
+		s.stop = nil
+	}
+	return s.w.Write(b)
 }
 
 func filterPods(c *state.Cluster, namespaces []string, sel labels.Selector) ([]*state.Pod, error) {
@@ -196,98 +340,6 @@ func declaredPorts(pods []*state.Pod) []l4.Port {
 		return out[i].Proto < out[j].Proto
 	})
 	return out
-}
-
-type cellJSON struct {
-	From     string `json:"from"`
-	To       string `json:"to"`
-	Port     int    `json:"port"`
-	Protocol string `json:"protocol"`
-	Allowed  bool   `json:"allowed"`
-	// Staged is the verdict with the staged policies enforced (--staged).
-	Staged *bool `json:"staged,omitempty"`
-}
-
-func matrixCells(mm matrices) []cellJSON {
-	m := mm.enforced
-	out := make([]cellJSON, 0, len(m.Sources)*len(m.Destinations)*len(m.Ports))
-	for i, s := range m.Sources {
-		for j, d := range m.Destinations {
-			for k, p := range m.Ports {
-				c := cellJSON{From: s.Key(), To: d.Key(), Port: int(p.Num), Protocol: p.Proto.String(), Allowed: m.Allowed(i, j, k)}
-				if mm.staged != nil {
-					st := mm.staged.Allowed(i, j, k)
-					c.Staged = &st
-				}
-				out = append(out, c)
-			}
-		}
-	}
-	return out
-}
-
-func writeMatrixCSV(w io.Writer, mm matrices) error {
-	cw := csv.NewWriter(w)
-	header := []string{"from", "to", "port", "protocol", "allowed"}
-	if mm.staged != nil {
-		header = append(header, "staged")
-	}
-	cw.Write(header)
-	for _, c := range matrixCells(mm) {
-		row := []string{c.From, c.To, strconv.Itoa(c.Port), c.Protocol, strconv.FormatBool(c.Allowed)}
-		if c.Staged != nil {
-			row = append(row, strconv.FormatBool(*c.Staged))
-		}
-		cw.Write(row)
-	}
-	cw.Flush()
-	return cw.Error()
-}
-
-func writeMatrixText(w io.Writer, mm matrices) {
-	m := mm.enforced
-	for k, p := range m.Ports {
-		if k > 0 {
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintf(w, "%s   (rows: from, columns: to; %s)\n", p, mm.legend())
-		tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
-		fmt.Fprint(tw, "\t")
-		for _, d := range m.Destinations {
-			fmt.Fprintf(tw, "%s\t", d.Key())
-		}
-		fmt.Fprintln(tw)
-		for i, s := range m.Sources {
-			fmt.Fprintf(tw, "%s\t", s.Key())
-			for j := range m.Destinations {
-				fmt.Fprintf(tw, "%s\t", mm.mark(i, j, k))
-			}
-			fmt.Fprintln(tw)
-		}
-		tw.Flush()
-	}
-	fmt.Fprintf(w, "\n%d pods, %d ports: %d x %d behaviour classes decided\n", len(m.Sources), len(m.Ports), m.SourceClasses, m.DestinationClasses)
-}
-
-func writeMatrixMarkdown(w io.Writer, mm matrices) {
-	m := mm.enforced
-	for k, p := range m.Ports {
-		if k > 0 {
-			fmt.Fprintln(w)
-		}
-		fmt.Fprintf(w, "**%s**\n\n| from \\ to |", p)
-		for _, d := range m.Destinations {
-			fmt.Fprintf(w, " %s |", d.Key())
-		}
-		fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(m.Destinations)))
-		for i, s := range m.Sources {
-			fmt.Fprintf(w, "| %s |", s.Key())
-			for j := range m.Destinations {
-				fmt.Fprintf(w, " %s |", mm.mark(i, j, k))
-			}
-			fmt.Fprintln(w)
-		}
-	}
 }
 
 // writeServiceMatrix prints sources x Service ports, each cell all, some or

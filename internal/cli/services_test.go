@@ -149,7 +149,7 @@ shop/web-1,shop/web,80,http,TCP,some
 	if code != 0 || out != want {
 		t.Errorf("-o json: exit %d\ngot:\n%s\nwant:\n%s", code, out, want)
 	}
-	if code, _, stderr := run(t, svcCluster, "matrix", "-f", "-", "--services", "--ports", "80"); code != 2 || !strings.Contains(stderr, "--services prints text, json or csv, and takes no --ports or --staged") {
+	if code, _, stderr := run(t, svcCluster, "matrix", "-f", "-", "--services", "--ports", "80"); code != 2 || !strings.Contains(stderr, "--services prints text, json or csv, and takes no --ports, --staged, --by or --classes") {
 		t.Errorf("--services --ports: exit %d, stderr %s; want exit 2", code, stderr)
 	}
 }

@@ -482,6 +482,12 @@ func TestExplainMatrixAgree(t *testing.T) {
 			}
 			e := engine.New(c, set, engine.Options{LegacyNamespaceIsolation: legacy})
 			m := e.Matrix(c.Pods, c.Pods, agreePorts)
+			cm := e.ClassMatrix(c.Pods, agreePorts)
+			rows := make([][]bool, cm.Classes())
+			for cl := range rows {
+				rows[cl] = make([]bool, cm.Classes()*len(agreePorts))
+				cm.Row(cl, rows[cl])
+			}
 			var bad []string
 			for i, s := range c.Pods {
 				src, err := e.Endpoint(s.Key())
@@ -507,6 +513,9 @@ func TestExplainMatrixAgree(t *testing.T) {
 							var trace strings.Builder
 							engine.WriteTrace(&trace, f, v)
 							bad = append(bad, fmt.Sprintf("%s -> %s %s: matrix %v, Decide %v\n%s", s.Key(), d.Key(), p, got, v.Allowed, trace.String()))
+						}
+						if got := rows[cm.Class[i]][cm.Class[j]*len(agreePorts)+k]; i != j && got != v.Allowed {
+							bad = append(bad, fmt.Sprintf("%s -> %s %s: class matrix %v, Decide %v", s.Key(), d.Key(), p, got, v.Allowed))
 						}
 					}
 				}

@@ -42,23 +42,8 @@ func (e *Engine) Matrix(srcs, dsts []*state.Pod, ports []l4.Port) *Matrix {
 	decided := make([]bool, len(srcReps)*len(dstReps)*len(ports))
 	for ci, sr := range srcReps {
 		for cj, dr := range dstReps {
-			// Two classes can share their first pod (sources and destinations
-			// are classed separately); a pod talking to itself says nothing
-			// about the rest of its class, so use another member.
-			s, d := sr[0], dr[0]
-			if s == d {
-				switch {
-				case dr[1] != nil:
-					d = dr[1]
-				case sr[1] != nil:
-					s = sr[1]
-				default:
-					continue // the only pair is the pod with itself
-				}
-			}
-			for k, port := range ports {
-				decided[(ci*len(dstReps)+cj)*len(ports)+k] = e.decidePods(s, d, port)
-			}
+			base := (ci*len(dstReps) + cj) * len(ports)
+			e.decideClasses(sr, dr, ports, decided[base:base+len(ports)])
 		}
 	}
 	for i, s := range srcs {
@@ -91,9 +76,38 @@ func (e *Engine) PodFlow(src, dst *state.Pod, port l4.Port) (f Flow, ok bool) {
 	return f, false
 }
 
-func (e *Engine) decidePods(src, dst *state.Pod, port l4.Port) bool {
-	f, ok := e.PodFlow(src, dst, port)
-	return ok && e.Allowed(f)
+// decideClasses decides the class of sr towards the class of dr on every
+// port, into out, and reports whether the classes hold a pair of distinct
+// pods. sr and dr are up to two members of each class.
+func (e *Engine) decideClasses(sr, dr [2]*state.Pod, ports []l4.Port, out []bool) bool {
+	// Two classes can share their first pod (sources and destinations are
+	// classed separately); a pod talking to itself says nothing about the
+	// rest of its class, so use another member.
+	s, d := sr[0], dr[0]
+	if s == d {
+		switch {
+		case dr[1] != nil:
+			d = dr[1]
+		case sr[1] != nil:
+			s = sr[1]
+		default:
+			clear(out)
+			return false // the only pair is the pod with itself
+		}
+	}
+	f, ok := e.PodFlow(s, d, l4.Port{})
+	if !ok {
+		clear(out) // no address family in common: no connection
+		return true
+	}
+	for lo := 0; lo < len(ports); lo += 64 {
+		hi := min(lo+64, len(ports))
+		allowed := e.allowedPorts(f, ports[lo:hi])
+		for k := lo; k < hi; k++ {
+			out[k] = allowed&(1<<(k-lo)) != 0
+		}
+	}
+	return true
 }
 
 // Classes groups pods that every verdict treats alike, as a source and as a

@@ -3,6 +3,7 @@ package engine
 import (
 	"sync"
 
+	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/state"
 )
@@ -61,7 +62,7 @@ func (e *Engine) RuleMatches(r *policy.Rule, f Flow) bool {
 	if pod == nil {
 		return false
 	}
-	return matcher{e: e, dir: r.Dir, subject: pod, peer: peer, port: f.Port, dst: f.Dst}.rule(cr)
+	return matcher{e: e, dir: r.Dir, subject: pod, peer: peer, ports: []l4.Port{f.Port}, dst: f.Dst}.rule(cr, 1) != 0
 }
 
 // AdminRule returns the rule that decides f's dir side in the admin tier —
@@ -82,7 +83,7 @@ func (e *Engine) AdminRule(f Flow, dir policy.Direction) *policy.Rule {
 	for n < len(applicable) && applicable[n].Tier == policy.TierAdmin {
 		n++
 	}
-	m := matcher{e: e, dir: dir, subject: pod, peer: peer, port: f.Port, dst: f.Dst}
+	m := matcher{e: e, dir: dir, subject: pod, peer: peer, ports: []l4.Port{f.Port}, dst: f.Dst}
 	if _, r, ok := m.firstMatch(applicable[:n]); ok {
 		return r.Rule
 	}

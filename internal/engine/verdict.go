@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/bits"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -94,8 +95,8 @@ func (e *Engine) Decide(f Flow) Verdict {
 		return Verdict{Allowed: true, Note: note, Egress: Side{Allowed: true, Note: note, Steps: []Step{}}, Ingress: Side{Allowed: true, Note: note, Steps: []Step{}}}
 	}
 	v := Verdict{
-		Egress:  e.side(policy.Egress, f.Src, f.Dst, f, true),
-		Ingress: e.side(policy.Ingress, f.Dst, f.Src, f, true),
+		Egress:  e.side(policy.Egress, f.Src, f.Dst, f),
+		Ingress: e.side(policy.Ingress, f.Dst, f.Src, f),
 	}
 	v.Allowed = v.Egress.Allowed && v.Ingress.Allowed
 	return v
@@ -104,49 +105,75 @@ func (e *Engine) Decide(f Flow) Verdict {
 // Allowed decides f like Decide, without building the trace: the matrix
 // decides many flows and keeps only the bit.
 func (e *Engine) Allowed(f Flow) bool {
-	if f.Src.policyPod() != nil && f.Src.Pod == f.Dst.Pod {
-		return true
-	}
-	return e.side(policy.Egress, f.Src, f.Dst, f, false).Allowed && e.side(policy.Ingress, f.Dst, f.Src, f, false).Allowed
+	ports := [1]l4.Port{f.Port}
+	return e.allowedPorts(f, ports[:]) == 1
 }
 
-// side walks the tiers for subject (the end whose policies apply) talking to
-// peer. Without trace it returns only Allowed.
-func (e *Engine) side(dir policy.Direction, subjectEP, peer Endpoint, f Flow, trace bool) Side {
+// allowedPorts decides f on each of ports at once (f.Port aside): bit k of
+// the result is ports[k], at most 64 of them. Peers are matched once for
+// all the ports, and the ingress side is walked only for the ports egress
+// allows, so a matrix over many ports costs little more than over one.
+func (e *Engine) allowedPorts(f Flow, ports []l4.Port) uint64 {
+	want := uint64(1)<<len(ports) - 1 // every bit when 64 ports: the shift makes 0
+	if f.Src.policyPod() != nil && f.Src.Pod == f.Dst.Pod {
+		return want // a pod can always reach itself
+	}
+	egress := e.walk(policy.Egress, f.Src, f.Dst, f.Dst, ports, want, nil)
+	if egress == 0 {
+		return 0
+	}
+	return e.walk(policy.Ingress, f.Dst, f.Src, f.Dst, ports, egress, nil)
+}
+
+// side is one side of f with its trace.
+func (e *Engine) side(dir policy.Direction, subjectEP, peer Endpoint, f Flow) Side {
+	ports := [1]l4.Port{f.Port}
+	s := Side{Steps: []Step{}}
+	s.Allowed = e.walk(dir, subjectEP, peer, f.Dst, ports[:], 1, &s) == 1
+	return s
+}
+
+// walk is the tier walk, the one place that says how the tiers decide a
+// side: for subject (the end whose policies apply) talking to peer, dst
+// the flow's destination (named ports resolve against it), it decides the
+// ports[k] whose bit k is in want, and returns those allowed. With s it
+// records the trace there; a trace is of one port.
+func (e *Engine) walk(dir policy.Direction, subjectEP, peer, dst Endpoint, ports []l4.Port, want uint64, s *Side) uint64 {
 	subject := subjectEP.policyPod()
+	note := ""
 	switch {
 	case subjectEP.Pod != nil && subject == nil:
-		return Side{Allowed: true, Note: "host-network pods are not selected by policies", Steps: []Step{}}
+		note = "host-network pods are not selected by policies"
 	case subject == nil:
 		what := "source"
 		if dir == policy.Ingress {
 			what = "destination"
 		}
-		return Side{Allowed: true, Note: what + " is not a pod: no " + dir.String() + " policy applies", Steps: []Step{}}
+		note = what + " is not a pod: no " + dir.String() + " policy applies"
 	case dir == policy.Ingress && peer.Node != nil && peer.Node.Name == subject.Node && subject.Node != "":
 		// Kubelet probes and other node-local agents must reach their pods.
-		return Side{Allowed: true, Note: "traffic from the pod's own node is always allowed", Steps: []Step{}}
+		note = "traffic from the pod's own node is always allowed"
 	}
-	m := matcher{e: e, dir: dir, subject: subject, peer: peer, port: f.Port, dst: f.Dst}
+	if note != "" {
+		if s != nil {
+			s.Note = note
+		}
+		return want
+	}
+	m := matcher{e: e, dir: dir, subject: subject, peer: peer, ports: ports, dst: dst}
 	applicable := e.applicable(subject)
-	var s Side
 
-	// Admin tier: the first matching rule decides; Pass skips to NetworkPolicy.
+	// Admin tier: per port, the first matching rule decides; Pass sends
+	// the port on to the NetworkPolicy tier.
 	tier := 0
 	for tier < len(applicable) && applicable[tier].Tier == policy.TierAdmin {
 		tier++
 	}
 	admin, rest := applicable[:tier], applicable[tier:]
-	if p, r, ok := m.firstMatch(admin); ok {
-		if trace {
-			s.Steps = append(s.Steps, ruleStep(policy.TierAdmin, p, r))
-		}
-		if r.Action != policy.Pass {
-			s.Allowed = r.Action == policy.Allow
-			return s
-		}
-	} else if len(admin) > 0 && trace {
-		s.Steps = append(s.Steps, Step{Tier: policy.TierAdmin.String(), Action: ActionNoMatch, Note: countNote(len(admin), "admin policy selects", "admin policies select") + " the pod; no rule matched"})
+	allowed, passed, open := m.ordered(admin, want, policy.TierAdmin, "admin", s)
+	undecided := passed | open
+	if undecided == 0 {
+		return allowed
 	}
 
 	// NetworkPolicy tier: isolation is per direction; the allow rules of all
@@ -159,13 +186,13 @@ func (e *Engine) side(dir policy.Direction, subjectEP, peer Endpoint, f Flow, tr
 	var isolating []policy.Ref
 	legacy := e.opts.LegacyNamespaceIsolation && dir == policy.Ingress
 	isolated := legacy && subject.Namespace.LegacyIngressIsolation
-	if isolated && trace {
+	if isolated && s != nil {
 		isolating = append(isolating, policy.Ref{Kind: policy.KindLegacyNamespaceIsolation, Name: subject.Namespace.Name})
 	}
 	for _, np := range nps {
 		if np.Isolates[dir] && !legacy {
 			isolated = true
-			if trace {
+			if s != nil {
 				isolating = append(isolating, np.Ref)
 			}
 		}
@@ -176,42 +203,72 @@ func (e *Engine) side(dir policy.Direction, subjectEP, peer Endpoint, f Flow, tr
 				continue
 			}
 			for _, r := range np.rules[dir] {
-				if m.rule(r) {
-					if trace {
-						s.Steps = append(s.Steps, ruleStep(policy.TierNetworkPolicy, np, r))
-					}
-					s.Allowed = true
-					return s
+				hit := m.rule(r, undecided)
+				if hit == 0 {
+					continue
+				}
+				if s != nil {
+					s.Steps = append(s.Steps, ruleStep(policy.TierNetworkPolicy, np, r))
+				}
+				allowed |= hit
+				if undecided &^= hit; undecided == 0 {
+					return allowed
 				}
 			}
 		}
-		if trace {
+		if s != nil {
 			s.Steps = append(s.Steps, Step{Tier: policy.TierNetworkPolicy.String(), Action: ActionDeny, IsolatedBy: isolating,
 				Note: "the pod is isolated for " + dir.String() + " and no rule of the isolating policies allows this"})
 		}
-		return s
+		return allowed
 	}
-	if trace {
+	if s != nil {
 		s.Steps = append(s.Steps, Step{Tier: policy.TierNetworkPolicy.String(), Action: ActionNoMatch, Note: "no NetworkPolicy isolates the pod for " + dir.String()})
 	}
 
-	// Baseline tier: the first matching rule decides; Pass ends the tier.
-	if p, r, ok := m.firstMatch(baseline); ok {
-		if trace {
-			s.Steps = append(s.Steps, ruleStep(policy.TierBaseline, p, r))
+	// Baseline tier: per port, the first matching rule decides; Pass ends
+	// the tier.
+	ballowed, passed, open := m.ordered(baseline, undecided, policy.TierBaseline, "baseline", s)
+	allowed |= ballowed
+	if rest := passed | open; rest != 0 {
+		if s != nil {
+			s.Steps = append(s.Steps, Step{Tier: "Default", Action: ActionAllow, Note: "nothing denied it"})
 		}
-		if r.Action != policy.Pass {
-			s.Allowed = r.Action == policy.Allow
-			return s
+		allowed |= rest
+	}
+	return allowed
+}
+
+// ordered walks a tier of ordered rules (admin, baseline) for the ports of
+// want: the first rule, in order, that matches a port decides it. It
+// returns the ports allowed, passed on by Pass, and matched by no rule
+// (the rest were denied); word names the tier's policies in the trace.
+func (m matcher) ordered(ps []*compiled, want uint64, tier policy.Tier, word string, s *Side) (allowed, passed, open uint64) {
+	open = want
+	for _, p := range ps {
+		for _, r := range p.rules[m.dir] {
+			hit := m.rule(r, open)
+			if hit == 0 {
+				continue
+			}
+			if s != nil {
+				s.Steps = append(s.Steps, ruleStep(tier, p, r))
+			}
+			switch r.Action {
+			case policy.Allow:
+				allowed |= hit
+			case policy.Pass:
+				passed |= hit
+			}
+			if open &^= hit; open == 0 {
+				return allowed, passed, 0
+			}
 		}
-	} else if len(baseline) > 0 && trace {
-		s.Steps = append(s.Steps, Step{Tier: policy.TierBaseline.String(), Action: ActionNoMatch, Note: countNote(len(baseline), "baseline policy selects", "baseline policies select") + " the pod; no rule matched"})
 	}
-	if trace {
-		s.Steps = append(s.Steps, Step{Tier: "Default", Action: ActionAllow, Note: "nothing denied it"})
+	if open == want && len(ps) > 0 && s != nil {
+		s.Steps = append(s.Steps, Step{Tier: tier.String(), Action: ActionNoMatch, Note: countNote(len(ps), word+" policy selects", word+" policies select") + " the pod; no rule matched"})
 	}
-	s.Allowed = true
-	return s
+	return allowed, passed, open
 }
 
 func countNote(n int, one, many string) string {
@@ -221,21 +278,22 @@ func countNote(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-// matcher holds one side of one flow.
+// matcher holds one side of one flow, over the ports being decided.
 type matcher struct {
 	e       *Engine
 	dir     policy.Direction
 	subject *state.Pod
 	peer    Endpoint
 	dst     Endpoint
-	port    l4.Port
+	ports   []l4.Port
 }
 
-// firstMatch finds the first rule of ps (in order) that matches.
+// firstMatch finds the first rule of ps (in order) that matches the
+// matcher's one port.
 func (m matcher) firstMatch(ps []*compiled) (*compiled, compiledRule, bool) {
 	for _, p := range ps {
 		for _, r := range p.rules[m.dir] {
-			if m.rule(r) {
+			if m.rule(r, 1) != 0 {
 				return p, r, true
 			}
 		}
@@ -261,11 +319,28 @@ func actionWord(p *policy.Policy, a policy.Action) string {
 	return a.String()
 }
 
-// rule reports whether r matches the flow.
-func (m matcher) rule(r compiledRule) bool {
-	if !r.AllPorts && !m.ports(r.Ports) {
-		return false
+// rule returns the ports of cand (bits of m.ports) that r matches. For
+// one port its ports are checked first, as before there were masks: that
+// check is cheap and fails often. For many, the peers first: they are the
+// same for every port, and when none matches no port is looked at.
+func (m matcher) rule(r compiledRule, cand uint64) uint64 {
+	if cand&(cand-1) == 0 { // one port
+		if (!r.AllPorts && m.portsOf(r, cand) == 0) || !m.peers(r) {
+			return 0
+		}
+		return cand
 	}
+	if !m.peers(r) {
+		return 0
+	}
+	if r.AllPorts {
+		return cand
+	}
+	return m.portsOf(r, cand)
+}
+
+// peers reports whether some peer of r matches.
+func (m matcher) peers(r compiledRule) bool {
 	if r.AllPeers {
 		return true
 	}
@@ -277,10 +352,22 @@ func (m matcher) rule(r compiledRule) bool {
 	return false
 }
 
-func (m matcher) ports(ports []policy.PortMatch) bool {
+// portsOf returns the ports of cand that r's ports match.
+func (m matcher) portsOf(r compiledRule, cand uint64) uint64 {
+	var hit uint64
+	for b := cand; b != 0; b &= b - 1 {
+		k := bits.TrailingZeros64(b)
+		if m.portMatches(r.Ports, m.ports[k]) {
+			hit |= 1 << k
+		}
+	}
+	return hit
+}
+
+func (m matcher) portMatches(ports []policy.PortMatch, port l4.Port) bool {
 	for _, pm := range ports {
 		if pm.Named == "" {
-			if pm.Range.Contains(m.port) {
+			if pm.Range.Contains(port) {
 				return true
 			}
 			continue
@@ -288,10 +375,10 @@ func (m matcher) ports(ports []policy.PortMatch) bool {
 		// Named ports are resolved against the destination pod's own
 		// container ports, per protocol.
 		dst := m.dst.policyPod()
-		if dst == nil || (pm.NamedProto != 0 && pm.NamedProto != m.port.Proto) {
+		if dst == nil || (pm.NamedProto != 0 && pm.NamedProto != port.Proto) {
 			continue
 		}
-		if p, ok := dst.NamedPort(pm.Named, m.port.Proto); ok && p == m.port {
+		if p, ok := dst.NamedPort(pm.Named, port.Proto); ok && p == port {
 			return true
 		}
 	}

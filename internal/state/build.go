@@ -56,7 +56,7 @@ func Build(objects []source.Object, opts Options) (*Cluster, diag.List) {
 		switch v := o.Value.(type) {
 		case *corev1.Namespace, *corev1.Node:
 		case *corev1.Pod:
-			b.addPod(o, v.ObjectMeta.Labels, v.Namespace, v.Name, &v.Spec, &v.Status, "")
+			b.addPod(o, v.ObjectMeta.Labels, v.Namespace, v.Name, &v.Spec, &v.Status, podOwner(v))
 		case *appsv1.Deployment:
 			b.addDeployment(o, v)
 		case *appsv1.ReplicaSet:
@@ -223,7 +223,27 @@ func (b *builder) node(name string) *Node {
 	return n
 }
 
-// addPod adds one pod. owner is empty for Pod objects.
+// podOwner is the workload that made a Pod object, from its controller
+// ownerReference, spelt as the pods of workload objects have it ("Deployment
+// web"); "" for a bare pod. A Deployment's ReplicaSet is named after the
+// Deployment and the pod-template-hash its pods carry, so such a
+// ReplicaSet stands for its Deployment, which a dump may not hold.
+func podOwner(p *corev1.Pod) string {
+	for _, ref := range p.OwnerReferences {
+		if ref.Controller == nil || !*ref.Controller {
+			continue
+		}
+		if hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; ref.Kind == "ReplicaSet" && hash != "" {
+			if name, ok := strings.CutSuffix(ref.Name, "-"+hash); ok && name != "" {
+				return "Deployment " + name
+			}
+		}
+		return ref.Kind + " " + ref.Name
+	}
+	return ""
+}
+
+// addPod adds one pod. owner is empty for a bare pod.
 func (b *builder) addPod(o source.Object, podLabels map[string]string, namespace, name string, spec *corev1.PodSpec, status *corev1.PodStatus, owner string) {
 	ns := b.namespace(defaultNS(namespace))
 	if b.duplicate(o, "Pod "+ns.Name+"/"+name) {
@@ -241,7 +261,7 @@ func (b *builder) addPod(o source.Object, podLabels map[string]string, namespace
 	for ci, c := range spec.Containers {
 		for pi, cp := range c.Ports {
 			field := fmt.Sprintf("spec.containers[%d].ports[%d]", ci, pi)
-			if owner != "" {
+			if status == nil { // a workload's template: Pod objects have a status, even empty
 				field = "spec.template." + field
 			}
 			proto := l4.TCP

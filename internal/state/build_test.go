@@ -154,3 +154,79 @@ func TestReplicationControllerWithoutTemplate(t *testing.T) {
 		t.Errorf("pods %q, findings:\n%s\nwant no pods and:\n%s", podKeys(c), got, want)
 	}
 }
+
+// TestPodOwnerFromOwnerReferences: a pod of a cluster dump names the
+// controller that made it in metadata.ownerReferences; a ReplicaSet whose
+// name is its pods' template hash after a Deployment's name stands for
+// that Deployment, as kubectl rollout sees it. matrix --by workload groups
+// by it.
+func TestPodOwnerFromOwnerReferences(t *testing.T) {
+	const in = `apiVersion: v1
+kind: PodList
+items:
+- metadata:
+    name: web-7d4b9c8f6d-x2k9p
+    namespace: x
+    labels: {app: web, pod-template-hash: 7d4b9c8f6d}
+    ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web-7d4b9c8f6d, uid: u1, controller: true}]
+  spec: {containers: [{name: c}]}
+- metadata:
+    name: plain-rs-b8kq2
+    namespace: x
+    ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: plain-rs, uid: u2, controller: true}]
+  spec: {containers: [{name: c}]}
+- metadata:
+    name: db-0
+    namespace: x
+    ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: db, uid: u3, controller: true}]
+  spec: {containers: [{name: c}]}
+- metadata:
+    name: noted
+    namespace: x
+    ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: not-a-controller, uid: u4}]
+  spec: {containers: [{name: c}]}
+- metadata: {name: bare, namespace: x}
+  spec: {containers: [{name: c}]}
+`
+	dec := &source.Decoder{}
+	objs := dec.Decode("dump.yaml", []byte(in))
+	c, diags := state.Build(objs, state.Options{})
+	if all := append(dec.Diags, diags...); len(all) > 0 {
+		t.Fatalf("findings:\n%s", diagLines(all))
+	}
+	want := map[string]string{
+		"x/web-7d4b9c8f6d-x2k9p": "Deployment web",
+		"x/plain-rs-b8kq2":       "ReplicaSet plain-rs",
+		"x/db-0":                 "StatefulSet db",
+		"x/noted":                "",
+		"x/bare":                 "",
+	}
+	if len(c.Pods) != len(want) {
+		t.Fatalf("pods %q, want %d", podKeys(c), len(want))
+	}
+	for _, p := range c.Pods {
+		if p.Owner != want[p.Key()] {
+			t.Errorf("%s: owner %q, want %q", p.Key(), p.Owner, want[p.Key()])
+		}
+	}
+}
+
+// TestOwnedPodErrorsNameThePodsFields: a Pod object with an owner is still
+// a Pod: its fields are not under spec.template, as a workload's are.
+func TestOwnedPodErrorsNameThePodsFields(t *testing.T) {
+	const in = `apiVersion: v1
+kind: Pod
+metadata:
+  name: web-1
+  namespace: x
+  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: web, uid: u1, controller: true}]
+spec: {containers: [{name: c, ports: [{containerPort: 70000}]}]}
+`
+	dec := &source.Decoder{}
+	objs := dec.Decode("pod.yaml", []byte(in))
+	_, diags := state.Build(objs, state.Options{})
+	want := "error: pod.yaml: Pod x/web-1: spec.containers[0].ports[0].containerPort: must be 1-65535, got 70000"
+	if got := diagLines(append(dec.Diags, diags...)); got != want {
+		t.Errorf("findings:\n%s\nwant:\n%s", got, want)
+	}
+}

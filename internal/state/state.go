@@ -44,7 +44,7 @@ type Pod struct {
 	Node        string
 	HostNetwork bool
 	Ports       []ContainerPort
-	Owner       string // "Deployment web" for pods made from a workload
+	Owner       string // "Deployment web" for pods made from a workload object or naming their controller in ownerReferences
 	// NotReady is a pod whose status says Ready=False: the endpoint
 	// controller leaves it out of its Services' backends. A pod without the
 	// condition (a workload's, a manifest without status) counts as ready.

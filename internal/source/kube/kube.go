@@ -142,15 +142,19 @@ func List(ctx context.Context, cfg *rest.Config, opts source.Options) ([]source.
 }
 
 // StripPod keeps what policy needs of a pod: identity, labels, node,
-// host networking, container ports and addresses. Informers hold every pod
-// of the cluster, so the rest (specs, statuses, managed fields) would cost
-// memory for nothing.
+// host networking, container ports and addresses, and the controller that
+// made it (matrix --by workload). Informers hold every pod of the cluster,
+// so the rest (specs, statuses, managed fields) would cost memory for
+// nothing.
 func StripPod(p *corev1.Pod) *corev1.Pod {
 	out := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, UID: p.UID},
 		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, HostNetwork: p.Spec.HostNetwork},
 		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs,
 			HostIP: p.Status.HostIP},
+	}
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		out.OwnerReferences = []metav1.OwnerReference{*ref}
 	}
 	for _, c := range p.Spec.Containers {
 		if len(c.Ports) > 0 {

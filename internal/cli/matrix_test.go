@@ -1,0 +1,424 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/netpol/netpol/internal/l4"
+)
+
+// shopCluster: a DNS pod in kube-system; in shop a bare batch pod, a
+// StatefulSet's db-0 and two replicas of the Deployment web (named by
+// their ReplicaSet, as a cluster dump has them). web takes 80 and 443 from
+// anyone; db takes 5432 only from the canary replica of web, so that the
+// two replicas disagree towards db. Ports declared: 53/tcp, 53/udp, 80,
+// 443, 5432.
+const shopCluster = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: dns, namespace: kube-system, labels: {app: dns}}
+spec: {containers: [{name: c, ports: [{containerPort: 53, protocol: UDP}, {containerPort: 53}]}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: batch, namespace: shop, labels: {app: batch}}
+spec: {containers: [{name: c}]}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: db-0
+  namespace: shop
+  labels: {app: db}
+  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: db, uid: u1, controller: true}]
+spec: {containers: [{name: c, ports: [{containerPort: 5432}]}]}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-7d4b9c8f6d-x2k9p
+  namespace: shop
+  labels: {app: web, pod-template-hash: 7d4b9c8f6d}
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web-7d4b9c8f6d, uid: u2, controller: true}]
+spec: {containers: [{name: c, ports: [{containerPort: 80}, {containerPort: 443}]}]}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-7d4b9c8f6d-m4tq7
+  namespace: shop
+  labels: {app: web, pod-template-hash: 7d4b9c8f6d, canary: "true"}
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web-7d4b9c8f6d, uid: u2, controller: true}]
+spec: {containers: [{name: c, ports: [{containerPort: 80}, {containerPort: 443}]}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: db, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: db}}
+  ingress: [{from: [{podSelector: {matchLabels: {app: web, canary: "true"}}}], ports: [{port: 5432}]}]
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: web}}
+  ingress: [{ports: [{port: 80}, {port: 443}]}]
+`
+
+func runMatrix(t *testing.T, in string, args ...string) string {
+	t.Helper()
+	code, out, stderr := run(t, in, append([]string{"matrix", "-f", "-"}, args...)...)
+	if code != 0 {
+		t.Fatalf("matrix %v: exit %d: %s", args, code, stderr)
+	}
+	return out
+}
+
+func wantOutput(t *testing.T, what, got, want string) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s:\n%s\nwant:\n%s", what, got, want)
+	}
+}
+
+// TestMatrixText: ports with identical tables share one, rows are
+// numbered and grouped by namespace, columns headed by the numbers with a
+// space between namespaces, Deployment pods without their template hash.
+func TestMatrixText(t *testing.T) {
+	want := `53/tcp, 53/udp   (rows: from, columns: to, numbered as the rows; . allowed, X denied)
+                           1 2345
+kube-system 1 dns          . .XXX
+shop        2 batch        . .XXX
+            3 db-0         . ..XX
+            4 web-*-m4tq7  . .X.X
+            5 web-*-x2k9p  . .XX.
+
+80/tcp, 443/tcp   (rows: from, columns: to, numbered as the rows; . allowed, X denied)
+                           1 2345
+kube-system 1 dns          . .X..
+shop        2 batch        . .X..
+            3 db-0         . ....
+            4 web-*-m4tq7  . .X..
+            5 web-*-x2k9p  . .X..
+
+5432/tcp   (rows: from, columns: to, numbered as the rows; . allowed, X denied)
+                           1 2345
+kube-system 1 dns          . .XXX
+shop        2 batch        . .XXX
+            3 db-0         . ..XX
+            4 web-*-m4tq7  . ...X
+            5 web-*-x2k9p  . .XX.
+
+5 pods, 5 ports: 4 behaviour classes decided
+`
+	wantOutput(t, "text", runMatrix(t, shopCluster), want)
+}
+
+// TestMatrixTextNumbersDownwards: past nine columns the numbers are
+// written downwards, one digit per line.
+func TestMatrixTextNumbersDownwards(t *testing.T) {
+	var in strings.Builder
+	for _, name := range []string{"p01", "p02", "p03", "p04", "p05", "p06", "p07", "p08", "p09", "p10", "p11"} {
+		in.WriteString("---\napiVersion: v1\nkind: Pod\nmetadata: {name: " + name + ", namespace: a}\nspec: {containers: [{name: c}]}\n")
+	}
+	want := `80/tcp   (rows: from, columns: to, numbered as the rows; . allowed, X denied)
+                   11
+          12345678901
+a  1 p01  ...........
+   2 p02  ...........
+   3 p03  ...........
+   4 p04  ...........
+   5 p05  ...........
+   6 p06  ...........
+   7 p07  ...........
+   8 p08  ...........
+   9 p09  ...........
+  10 p10  ...........
+  11 p11  ...........
+
+11 pods, 1 port: 1 behaviour class decided
+`
+	wantOutput(t, "text", runMatrix(t, in.String(), "--ports", "80"), want)
+}
+
+// TestMatrixByWorkload: the replicas of web disagree towards db (only the
+// canary may connect): '~', not a guess; a workload towards itself is
+// decided between its pods (web's replicas cannot reach each other on
+// 53), a lone pod reaches itself.
+func TestMatrixByWorkload(t *testing.T) {
+	legend := "(rows: from, columns: to, numbered as the rows; . allowed, X denied, ~ some pairs of their pods allowed and some denied)"
+	want := `53/tcp, 53/udp   ` + legend + `
+                              1 234
+kube-system 1 pod/dns         . X.X
+shop        2 deployment/web  . X.X
+            3 pod/batch       . X.X
+            4 statefulset/db  . X..
+
+80/tcp, 443/tcp   ` + legend + `
+                              1 234
+kube-system 1 pod/dns         . ..X
+shop        2 deployment/web  . ..X
+            3 pod/batch       . ..X
+            4 statefulset/db  . ...
+
+5432/tcp   ` + legend + `
+                              1 234
+kube-system 1 pod/dns         . X.X
+shop        2 deployment/web  . X.~
+            3 pod/batch       . X.X
+            4 statefulset/db  . X..
+
+4 workloads of 5 pods, 5 ports: 4 behaviour classes decided
+`
+	wantOutput(t, "text --by workload", runMatrix(t, shopCluster, "--by", "workload"), want)
+
+	wantCSV := `from,to,port,protocol,allowed,mixed
+kube-system/pod/dns,kube-system/pod/dns,5432,TCP,true,false
+kube-system/pod/dns,shop/deployment/web,5432,TCP,false,false
+kube-system/pod/dns,shop/pod/batch,5432,TCP,true,false
+kube-system/pod/dns,shop/statefulset/db,5432,TCP,false,false
+shop/deployment/web,kube-system/pod/dns,5432,TCP,true,false
+shop/deployment/web,shop/deployment/web,5432,TCP,false,false
+shop/deployment/web,shop/pod/batch,5432,TCP,true,false
+shop/deployment/web,shop/statefulset/db,5432,TCP,false,true
+shop/pod/batch,kube-system/pod/dns,5432,TCP,true,false
+shop/pod/batch,shop/deployment/web,5432,TCP,false,false
+shop/pod/batch,shop/pod/batch,5432,TCP,true,false
+shop/pod/batch,shop/statefulset/db,5432,TCP,false,false
+shop/statefulset/db,kube-system/pod/dns,5432,TCP,true,false
+shop/statefulset/db,shop/deployment/web,5432,TCP,false,false
+shop/statefulset/db,shop/pod/batch,5432,TCP,true,false
+shop/statefulset/db,shop/statefulset/db,5432,TCP,true,false
+`
+	wantOutput(t, "csv --by workload", runMatrix(t, shopCluster, "--by", "workload", "--ports", "5432", "-o", "csv"), wantCSV)
+
+	wantJSON := `[
+{"from":"shop/deployment/web","to":"shop/deployment/web","port":5432,"protocol":"TCP","allowed":false},
+{"from":"shop/deployment/web","to":"shop/pod/batch","port":5432,"protocol":"TCP","allowed":true},
+{"from":"shop/deployment/web","to":"shop/statefulset/db","port":5432,"protocol":"TCP","allowed":false,"mixed":true},
+{"from":"shop/pod/batch","to":"shop/deployment/web","port":5432,"protocol":"TCP","allowed":false},
+{"from":"shop/pod/batch","to":"shop/pod/batch","port":5432,"protocol":"TCP","allowed":true},
+{"from":"shop/pod/batch","to":"shop/statefulset/db","port":5432,"protocol":"TCP","allowed":false},
+{"from":"shop/statefulset/db","to":"shop/deployment/web","port":5432,"protocol":"TCP","allowed":false},
+{"from":"shop/statefulset/db","to":"shop/pod/batch","port":5432,"protocol":"TCP","allowed":true},
+{"from":"shop/statefulset/db","to":"shop/statefulset/db","port":5432,"protocol":"TCP","allowed":true}
+]
+`
+	out := runMatrix(t, shopCluster, "--by", "workload", "--ports", "5432", "-o", "json", "-n", "shop")
+	wantOutput(t, "json --by workload", out, wantJSON)
+	var cells []map[string]any
+	if err := json.Unmarshal([]byte(out), &cells); err != nil || len(cells) != 9 {
+		t.Errorf("json --by workload: %d cells, %v", len(cells), err)
+	}
+
+	wantMD := `**5432/tcp**   (. allowed, X denied, ~ some pairs of their pods allowed and some denied)
+
+| from \ to | shop/deployment/web | shop/statefulset/db |
+|---|---|---|
+| shop/deployment/web | X | ~ |
+| shop/statefulset/db | X | . |
+`
+	wantOutput(t, "md --by workload", runMatrix(t, shopCluster, "--by", "workload", "--ports", "5432", "-o", "md", "-l", "app in (web,db)"), wantMD)
+}
+
+// TestMatrixJSONAndMarkdownPerPod: the cell formats name pods in full.
+func TestMatrixJSONAndMarkdownPerPod(t *testing.T) {
+	wantJSON := `[
+{"from":"shop/web-7d4b9c8f6d-m4tq7","to":"shop/web-7d4b9c8f6d-m4tq7","port":80,"protocol":"TCP","allowed":true},
+{"from":"shop/web-7d4b9c8f6d-m4tq7","to":"shop/web-7d4b9c8f6d-m4tq7","port":5432,"protocol":"TCP","allowed":true},
+{"from":"shop/web-7d4b9c8f6d-m4tq7","to":"shop/web-7d4b9c8f6d-x2k9p","port":80,"protocol":"TCP","allowed":true},
+{"from":"shop/web-7d4b9c8f6d-m4tq7","to":"shop/web-7d4b9c8f6d-x2k9p","port":5432,"protocol":"TCP","allowed":false},
+{"from":"shop/web-7d4b9c8f6d-x2k9p","to":"shop/web-7d4b9c8f6d-m4tq7","port":80,"protocol":"TCP","allowed":true},
+{"from":"shop/web-7d4b9c8f6d-x2k9p","to":"shop/web-7d4b9c8f6d-m4tq7","port":5432,"protocol":"TCP","allowed":false},
+{"from":"shop/web-7d4b9c8f6d-x2k9p","to":"shop/web-7d4b9c8f6d-x2k9p","port":80,"protocol":"TCP","allowed":true},
+{"from":"shop/web-7d4b9c8f6d-x2k9p","to":"shop/web-7d4b9c8f6d-x2k9p","port":5432,"protocol":"TCP","allowed":true}
+]
+`
+	wantOutput(t, "json", runMatrix(t, shopCluster, "-l", "app=web", "--ports", "80,5432", "-o", "json"), wantJSON)
+
+	wantMD := `**80/tcp, 443/tcp**   (. allowed, X denied)
+
+| from \ to | shop/batch | shop/db-0 | shop/web-7d4b9c8f6d-m4tq7 | shop/web-7d4b9c8f6d-x2k9p |
+|---|---|---|---|---|
+| shop/batch | . | X | . | . |
+| shop/db-0 | . | . | . | . |
+| shop/web-7d4b9c8f6d-m4tq7 | . | X | . | . |
+| shop/web-7d4b9c8f6d-x2k9p | . | X | . | . |
+`
+	wantOutput(t, "md", runMatrix(t, shopCluster, "-n", "shop", "--ports", "80,443", "-o", "md"), wantMD)
+}
+
+// TestMatrixConnList: only what is allowed, over every port (web takes
+// 80 and 443 only; db only 5432 from the canary), self pairs left out;
+// per workload, what only some pairs of pods may use says so.
+func TestMatrixConnList(t *testing.T) {
+	want := `FROM                       TO                         ALLOWED
+kube-system/dns            shop/batch                 all
+kube-system/dns            shop/web-7d4b9c8f6d-m4tq7  tcp 80,443
+kube-system/dns            shop/web-7d4b9c8f6d-x2k9p  tcp 80,443
+shop/batch                 kube-system/dns            all
+shop/batch                 shop/web-7d4b9c8f6d-m4tq7  tcp 80,443
+shop/batch                 shop/web-7d4b9c8f6d-x2k9p  tcp 80,443
+shop/db-0                  kube-system/dns            all
+shop/db-0                  shop/batch                 all
+shop/db-0                  shop/web-7d4b9c8f6d-m4tq7  tcp 80,443
+shop/db-0                  shop/web-7d4b9c8f6d-x2k9p  tcp 80,443
+shop/web-7d4b9c8f6d-m4tq7  kube-system/dns            all
+shop/web-7d4b9c8f6d-m4tq7  shop/batch                 all
+shop/web-7d4b9c8f6d-m4tq7  shop/db-0                  tcp 5432
+shop/web-7d4b9c8f6d-m4tq7  shop/web-7d4b9c8f6d-x2k9p  tcp 80,443
+shop/web-7d4b9c8f6d-x2k9p  kube-system/dns            all
+shop/web-7d4b9c8f6d-x2k9p  shop/batch                 all
+shop/web-7d4b9c8f6d-x2k9p  shop/web-7d4b9c8f6d-m4tq7  tcp 80,443
+`
+	wantOutput(t, "connlist", runMatrix(t, shopCluster, "-o", "connlist"), want)
+
+	wantWorkload := `FROM                 TO                   ALLOWED
+kube-system/pod/dns  shop/deployment/web  tcp 80,443
+kube-system/pod/dns  shop/pod/batch       all
+shop/deployment/web  kube-system/pod/dns  all
+shop/deployment/web  shop/deployment/web  tcp 80,443
+shop/deployment/web  shop/pod/batch       all
+shop/deployment/web  shop/statefulset/db  some pod pairs: tcp 5432
+shop/pod/batch       kube-system/pod/dns  all
+shop/pod/batch       shop/deployment/web  tcp 80,443
+shop/statefulset/db  kube-system/pod/dns  all
+shop/statefulset/db  shop/deployment/web  tcp 80,443
+shop/statefulset/db  shop/pod/batch       all
+`
+	wantOutput(t, "connlist --by workload", runMatrix(t, shopCluster, "-o", "connlist", "--by", "workload"), wantWorkload)
+
+	// --ports narrows the list to the ports named.
+	wantPorts := `FROM                       TO                         ALLOWED
+shop/db-0                  shop/web-7d4b9c8f6d-m4tq7  tcp 80
+shop/db-0                  shop/web-7d4b9c8f6d-x2k9p  tcp 80
+shop/web-7d4b9c8f6d-m4tq7  shop/db-0                  tcp 5432
+shop/web-7d4b9c8f6d-m4tq7  shop/web-7d4b9c8f6d-x2k9p  tcp 80
+shop/web-7d4b9c8f6d-x2k9p  shop/web-7d4b9c8f6d-m4tq7  tcp 80
+`
+	wantOutput(t, "connlist --ports", runMatrix(t, shopCluster, "-o", "connlist", "-l", "app in (web,db)", "--ports", "80,5432"), wantPorts)
+}
+
+// TestMatrixClasses: the class view lists each class's pods and, per
+// class, the classes it reaches grouped by the ports allowed; a class of
+// one pod has no verdict towards itself.
+func TestMatrixClasses(t *testing.T) {
+	const p80, p5432 = `{"protocol":"TCP","port":80}`, `{"protocol":"TCP","port":5432}`
+	want := `{
+"ports": [` + p80 + `,` + p5432 + `],
+"classes": [
+{"class":0,"pods":["kube-system/dns","shop/batch"]},
+{"class":1,"pods":["shop/db-0"]},
+{"class":2,"pods":["shop/web-7d4b9c8f6d-m4tq7"]},
+{"class":3,"pods":["shop/web-7d4b9c8f6d-x2k9p"]}
+],
+"verdicts": [
+{"from":0,"to":[{"classes":[0],"allowed":[` + p80 + `,` + p5432 + `]},{"classes":[1],"allowed":[]},{"classes":[2,3],"allowed":[` + p80 + `]}]},
+{"from":1,"to":[{"classes":[0],"allowed":[` + p80 + `,` + p5432 + `]},{"classes":[2,3],"allowed":[` + p80 + `]}]},
+{"from":2,"to":[{"classes":[0],"allowed":[` + p80 + `,` + p5432 + `]},{"classes":[1],"allowed":[` + p5432 + `]},{"classes":[3],"allowed":[` + p80 + `]}]},
+{"from":3,"to":[{"classes":[0],"allowed":[` + p80 + `,` + p5432 + `]},{"classes":[1],"allowed":[]},{"classes":[2],"allowed":[` + p80 + `]}]}
+]
+}
+`
+	out := runMatrix(t, shopCluster, "-o", "json", "--classes", "--ports", "80,5432")
+	wantOutput(t, "json --classes", out, want)
+	var v struct {
+		Classes  []struct{ Pods []string }
+		Verdicts []struct {
+			From int
+			To   []struct{ Classes []int }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Classes) != 4 || len(v.Verdicts) != 4 {
+		t.Errorf("json --classes: %d classes, %d verdicts, %v", len(v.Classes), len(v.Verdicts), err)
+	}
+	// Without --ports, every port: 1-65535 of each protocol, in ranges.
+	out = runMatrix(t, shopCluster, "-o", "json", "--classes")
+	const all = `{"protocol":"TCP","port":1,"endPort":65535},{"protocol":"UDP","port":1,"endPort":65535},{"protocol":"SCTP","port":1,"endPort":65535}`
+	const web = `{"protocol":"TCP","port":80},{"protocol":"TCP","port":443}`
+	for _, line := range []string{
+		`"ports": [` + all + `],`,
+		`{"from":1,"to":[{"classes":[0],"allowed":[` + all + `]},{"classes":[2,3],"allowed":[` + web + `]}]},`,
+		`{"from":2,"to":[{"classes":[0],"allowed":[` + all + `]},{"classes":[1],"allowed":[` + p5432 + `]},{"classes":[3],"allowed":[` + web + `]}]},`,
+	} {
+		if !strings.Contains(out, "\n"+line+"\n") {
+			t.Errorf("json --classes lacks the line %s:\n%s", line, out)
+		}
+	}
+}
+
+// TestPortFolder: ports fold into ranges per protocol, in protocol order.
+func TestPortFolder(t *testing.T) {
+	r := func(proto l4.Protocol, first, last uint16) l4.Range {
+		return l4.Range{Proto: proto, First: first, Last: last}
+	}
+	tcp, udp, sctp := l4.TCP, l4.UDP, l4.SCTP
+	for _, tc := range []struct {
+		ports []l4.Range
+		pick  string // one character per port: 1 picked
+		want  string
+	}{
+		{[]l4.Range{r(udp, 53, 53), r(tcp, 80, 80), r(tcp, 81, 81), r(tcp, 82, 82), r(tcp, 443, 443)}, "11111", "tcp 80-82,443; udp 53"},
+		{[]l4.Range{r(tcp, 80, 80), r(tcp, 81, 81), r(tcp, 82, 82)}, "101", "tcp 80,82"},
+		{[]l4.Range{r(tcp, 80, 80)}, "0", ""},
+		{[]l4.Range{r(tcp, 1, 79), r(tcp, 80, 80), r(tcp, 81, 65535), r(udp, 1, 65535), r(sctp, 1, 65535)}, "11111", "all"},
+		{[]l4.Range{r(tcp, 1, 79), r(tcp, 80, 80), r(tcp, 81, 65535), r(udp, 1, 65535), r(sctp, 1, 65535)}, "10110", "tcp 1-79,81-65535; udp all"},
+		{[]l4.Range{r(tcp, 1, 65535), r(udp, 1, 65535)}, "11", "tcp all; udp all"}, // SCTP not decided: not "all"
+	} {
+		f := newPortFolder(tc.ports)
+		if got := string(f.appendFold(nil, func(k int) bool { return tc.pick[k] == '1' })); got != tc.want {
+			t.Errorf("fold(%v, %s) = %q, want %q", tc.ports, tc.pick, got, tc.want)
+		}
+	}
+}
+
+func TestMatrixFlagCombinations(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--by", "team"}, `--by "team": want pod or workload`},
+		{[]string{"--classes"}, "--classes is a JSON view of the classes: it needs -o json"},
+		{[]string{"--classes", "-o", "json", "--by", "workload"}, "--classes is a JSON view of the classes"},
+		{[]string{"--by", "workload", "--staged"}, "--staged marks the cells of the pod tables"},
+		{[]string{"-o", "connlist", "--staged"}, "--staged marks the cells of the pod tables"},
+		{[]string{"--by", "workload", "-o", "svg"}, "-o svg draws classes of pods, not workloads"},
+		{[]string{"--services", "-o", "connlist"}, "--services prints text, json or csv"},
+	} {
+		code, _, stderr := run(t, shopCluster, append([]string{"matrix", "-f", "-"}, tc.args...)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestMatrixHelpTeachesTheFormats: each format and flag is explained with
+// an example of its output.
+func TestMatrixHelpTeachesTheFormats(t *testing.T) {
+	code, out, _ := run(t, "", "matrix", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{
+		"output format: text, json, csv, md, connlist, dot, svg",
+		"-o connlist lists only what is allowed",
+		"shop/api  shop/web  tcp 80-82,443; udp 53",
+		"--by workload makes rows and columns the workloads",
+		"'~' in text and md",
+		"-o json --classes prints the behaviour classes",
+		`{"from":0,"to":[{"classes":[1,2],"allowed":[{"protocol":"TCP","port":80,"endPort":82}]}]}`,
+		"web-7d4b9c8f6d-x2k9p as web-*-x2k9p",
+		"numbered as the rows",
+		"netpol matrix -f cluster/ --by workload -o connlist",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("matrix --help lacks %q", want)
+		}
+	}
+}
