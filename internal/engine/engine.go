@@ -31,6 +31,7 @@ type Engine struct {
 
 	policies  []*compiled           // every policy, in tier order
 	rules     rulesByPolicyRule     // for RuleMatches, built on first use
+	byPolicy  compiledByPolicy      // for Members, built on first use
 	bySubject map[int32][]*compiled // subject atom -> policies
 	applies   applicable            // pod ID -> policies selecting it, in order
 	relative  bool                  // some peer selects namespaces relative to the subject
@@ -240,10 +241,8 @@ func (e *Engine) Policies() *policy.Set { return e.set }
 
 // Members returns the pods a policy's subject selects.
 func (e *Engine) Members(p *policy.Policy) []*state.Pod {
-	for _, cp := range e.policies {
-		if cp.Policy == p {
-			return e.pods(e.ix.podAtoms[cp.subject].members)
-		}
+	if cp := e.byPolicy.get(e)[p]; cp != nil {
+		return e.pods(e.ix.podAtoms[cp.subject].members)
 	}
 	return nil
 }
