@@ -29,6 +29,10 @@ type linter struct {
 	groupSets map[*policy.Rule][2][]uint64
 	// policies finds a policy by reference (decider).
 	policies map[policy.Ref]*policy.Policy
+	// nsSelected and blockPods remember namespaces by selector and pods by
+	// IP block, for selectedNamespaces and destinations.
+	nsSelected map[string][]*state.Namespace
+	blockPods  map[string][]*state.Pod
 	// adminRules remembers the answers of adminRule.
 	adminRules map[adminKey]*policy.Rule
 	// pairwise makes cells one pair of classes each, as lint asked before
@@ -40,7 +44,8 @@ type linter struct {
 func newLinter(e *engine.Engine) *linter {
 	l := &linter{e: e, set: e.Policies(), space: newSpace(e), subjects: map[*policy.Policy][]int{},
 		policies: map[policy.Ref]*policy.Policy{}, adminRules: map[adminKey]*policy.Rule{},
-		outcomes: map[outcomeKey]*outcomes{}, groupSets: map[*policy.Rule][2][]uint64{}}
+		outcomes: map[outcomeKey]*outcomes{}, groupSets: map[*policy.Rule][2][]uint64{},
+		nsSelected: map[string][]*state.Namespace{}, blockPods: map[string][]*state.Pod{}}
 	for _, p := range l.set.Policies() {
 		l.policies[p.Ref] = p
 	}
