@@ -43,7 +43,7 @@ import (
 
 // pos is a flow's place in the order lint looks for examples in: the
 // direction (admin-priority-overlap looks at both), the subject class, the
-// peer class and the port's index among the ports asked about.
+// peer class and the port's index in space.ports.
 type pos struct{ dir, sc, pc, port int }
 
 func (a pos) before(b pos) bool {
@@ -606,7 +606,7 @@ func candidates(peers [2]peerSet) []int32 {
 
 // ruleFlows calls fn for every flow r matches, from the pods of the given
 // subject classes, with the cell it stands for and the port's index in
-// r's representative ports; fn returns false to stop. q.dir is r's.
+// space.ports; fn returns false to stop. q.dir is r's.
 func (l *linter) ruleFlows(r *policy.Rule, subjects []int, q question, fn func(f engine.Flow, c cell, port int) bool) {
 	ports := l.space.rulePorts(r)
 	l.cells(q, subjects, l.peers(r), func(c cell) bool {
@@ -614,8 +614,8 @@ func (l *linter) ruleFlows(r *policy.Rule, subjects []int, q question, fn func(f
 		if !ok {
 			return true
 		}
-		for i, port := range ports {
-			f.Port = port
+		for _, i := range ports {
+			f.Port = l.space.ports[i]
 			if l.e.RuleMatches(r, f) && !fn(f, c, i) {
 				return false
 			}

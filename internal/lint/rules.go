@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/netpol/netpol/internal/engine"
-	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/state"
 )
@@ -30,29 +29,42 @@ func (l *linter) firstMatch(rules []*policy.Rule, f engine.Flow) *policy.Rule {
 	return nil
 }
 
-// adminRule is engine.AdminRule for the flow f of cell c on port, which
-// holds for every flow of the cell; many rules ask about the same subject
-// and peer groups (every rule of a namespace that admits another), so the
-// answers are kept per groups, port and direction.
-func (l *linter) adminRule(f engine.Flow, dir policy.Direction, c cell) *policy.Rule {
+// adminRule is engine.AdminRule for the flow f of cell c on space.ports[port],
+// which holds for every flow of the cell. Many rules ask about the same
+// subject group and outcome class (every rule of a namespace that admits
+// another), so the answers are kept per cell key, one slot per port.
+func (l *linter) adminRule(f engine.Flow, dir policy.Direction, c cell, port int) *policy.Rule {
 	if c.sg < 0 {
 		return l.e.AdminRule(f, dir)
 	}
-	k := adminKey{sg: c.sg, fam: c.fam, oc: c.oc, self: c.sc == c.pc, port: f.Port, dir: dir}
-	if r, ok := l.adminRules[k]; ok {
-		return r
+	k := adminKey{sg: c.sg, fam: c.fam, oc: c.oc, self: c.sc == c.pc, dir: dir}
+	if k != l.lastAdmin || l.lastRules == nil {
+		rules, ok := l.adminRules[k]
+		if !ok {
+			rules = make([]*policy.Rule, len(l.space.ports))
+			for i := range rules {
+				rules[i] = notAsked
+			}
+			l.adminRules[k] = rules
+		}
+		l.lastAdmin, l.lastRules = k, rules
 	}
-	r := l.e.AdminRule(f, dir)
-	l.adminRules[k] = r
+	r := l.lastRules[port]
+	if r == notAsked {
+		r = l.e.AdminRule(f, dir)
+		l.lastRules[port] = r
+	}
 	return r
 }
 
-// adminKey is a question adminRule remembers the answer to. A class towards
+// notAsked marks the ports adminRule has no answer for yet.
+var notAsked = &policy.Rule{}
+
+// adminKey is the cells adminRule keeps answers for. A class towards
 // itself has its own: its peer is another member, whose ports may differ.
 type adminKey struct {
 	sg, fam, oc int
 	self        bool
-	port        l4.Port
 	dir         policy.Direction
 }
 
@@ -82,7 +94,7 @@ func (l *linter) priorityPair(a, b *policy.Policy) {
 		if len(a.Rules[d]) == 0 || len(b.Rules[d]) == 0 {
 			continue
 		}
-		ports := intersectPorts(l.portsOf(a.Rules[d]), l.portsOf(b.Rules[d]))
+		ports := intersect(l.portsOf(a.Rules[d]), l.portsOf(b.Rules[d]))
 		// The answers depend on which rules of both policies match a peer.
 		rules := append(slices.Clip(a.Rules[d]), b.Rules[d]...)
 		q := question{dir: d, rules: func(subjectGroup) (string, []*policy.Rule) {
@@ -93,8 +105,8 @@ func (l *linter) priorityPair(a, b *policy.Policy) {
 			if !ok {
 				return true
 			}
-			for pi, port := range ports {
-				f.Port = port
+			for _, pi := range ports {
+				f.Port = l.space.ports[pi]
 				ra, rb := l.firstMatch(a.Rules[d], f), l.firstMatch(b.Rules[d], f)
 				if ra == nil || rb == nil {
 					continue
@@ -135,25 +147,16 @@ func (l *linter) priorityPair(a, b *policy.Policy) {
 
 func toFlow(f engine.Flow) string { return exampleOf(f).String() }
 
-// portsOf is the union of the representative ports of rules.
-func (l *linter) portsOf(rules []*policy.Rule) []l4.Port {
-	var out []l4.Port
-	for _, port := range l.space.ports {
+// portsOf is the union of the representative ports of rules, as indexes
+// into space.ports, in its order.
+func (l *linter) portsOf(rules []*policy.Rule) []int {
+	var out []int
+	for i := range l.space.ports {
 		for _, r := range rules {
-			if slices.Contains(l.space.rulePorts(r), port) {
-				out = append(out, port)
+			if _, ok := slices.BinarySearch(l.space.rulePorts(r), i); ok {
+				out = append(out, i)
 				break
 			}
-		}
-	}
-	return out
-}
-
-func intersectPorts(a, b []l4.Port) []l4.Port {
-	var out []l4.Port
-	for _, p := range a {
-		if slices.Contains(b, p) {
-			out = append(out, p)
 		}
 	}
 	return out
@@ -211,7 +214,7 @@ func (l *linter) override(r *policy.Rule, subjects []int) {
 	}}
 	l.ruleFlows(r, subjects, q, func(f engine.Flow, c cell, port int) bool {
 		total += c.weight
-		ar := l.adminRule(f, r.Dir, c)
+		ar := l.adminRule(f, r.Dir, c, port)
 		if ar == nil || ar.Action == policy.Pass {
 			return true
 		}
@@ -324,8 +327,8 @@ func (l *linter) shadow(r *policy.Rule, earlier []*policy.Rule, subjects []int) 
 			if !ok {
 				return true
 			}
-			for i, port := range ports {
-				f.Port = port
+			for _, i := range ports {
+				f.Port = l.space.ports[i]
 				if l.e.RuleMatches(r, f) && !match(f, c, i) {
 					return false
 				}

@@ -33,8 +33,10 @@ type linter struct {
 	// IP block, for selectedNamespaces and destinations.
 	nsSelected map[string][]*state.Namespace
 	blockPods  map[string][]*state.Pod
-	// adminRules remembers the answers of adminRule.
-	adminRules map[adminKey]*policy.Rule
+	// adminRules remembers the answers of adminRule, and the last cell's.
+	adminRules map[adminKey][]*policy.Rule
+	lastAdmin  adminKey
+	lastRules  []*policy.Rule
 	// pairwise makes cells one pair of classes each, as lint asked before
 	// it grouped them: the reference of TestCellsAgreeWithPairs.
 	pairwise bool
@@ -43,7 +45,7 @@ type linter struct {
 
 func newLinter(e *engine.Engine) *linter {
 	l := &linter{e: e, set: e.Policies(), space: newSpace(e), subjects: map[*policy.Policy][]int{},
-		policies: map[policy.Ref]*policy.Policy{}, adminRules: map[adminKey]*policy.Rule{},
+		policies: map[policy.Ref]*policy.Policy{}, adminRules: map[adminKey][]*policy.Rule{},
 		outcomes: map[outcomeKey]*outcomes{}, groupSets: map[*policy.Rule][2][]uint64{},
 		nsSelected: map[string][]*state.Namespace{}, blockPods: map[string][]*state.Pod{}}
 	for _, p := range l.set.Policies() {
@@ -85,6 +87,8 @@ type space struct {
 	classOf []int // by pod ID; -1 for host-network pods
 	ports   []l4.Port
 	named   map[string]map[l4.Port]bool // container port name -> the ports it names on some pod
+	// portsOfRule remembers rulePorts.
+	portsOfRule map[*policy.Rule][]int
 
 	// What cells group classes by (cells.go): per class, its families and
 	// what both ends of a flow look at (classBase); its peer group; per
@@ -118,7 +122,7 @@ func newSpace(e *engine.Engine) *space {
 		}
 	}
 	s := &space{e: e, classes: e.ClassMembers(pods), classOf: make([]int, len(c.Pods)),
-		subjectKeys: map[string]int{}, bySelection: map[int32][]int32{}, byBlock: map[blockKey][]int32{}, histograms: map[string]histogram{}}
+		portsOfRule: map[*policy.Rule][]int{}, subjectKeys: map[string]int{}, bySelection: map[int32][]int32{}, byBlock: map[blockKey][]int32{}, histograms: map[string]histogram{}}
 	s.seen = make([]uint32, len(s.classes))
 	for i := range s.classOf {
 		s.classOf[i] = -1
@@ -282,20 +286,21 @@ func portReps(set *policy.Set, pods []*state.Pod) []l4.Port {
 	return out
 }
 
-// rulePorts returns the representative ports r can match for some pod.
-func (s *space) rulePorts(r *policy.Rule) []l4.Port {
-	if r.AllPorts {
-		return s.ports
+// rulePorts returns the representative ports r can match for some pod, as
+// indexes into s.ports (in its order, which is lint's order of ports).
+func (s *space) rulePorts(r *policy.Rule) []int {
+	if ports, ok := s.portsOfRule[r]; ok {
+		return ports
 	}
-	var out []l4.Port
-	for _, port := range s.ports {
-		for _, pm := range r.Ports {
-			if (pm.Named == "" && pm.Range.Contains(port)) || (pm.Named != "" && s.named[pm.Named][port]) {
-				out = append(out, port)
-				break
-			}
+	var out []int
+	for i, port := range s.ports {
+		if r.AllPorts || slices.ContainsFunc(r.Ports, func(pm policy.PortMatch) bool {
+			return (pm.Named == "" && pm.Range.Contains(port)) || (pm.Named != "" && s.named[pm.Named][port])
+		}) {
+			out = append(out, i)
 		}
 	}
+	s.portsOfRule[r] = out
 	return out
 }
 
