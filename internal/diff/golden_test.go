@@ -33,16 +33,16 @@ func TestGolden(t *testing.T) {
 	t.Run("examples", func(t *testing.T) {
 		old, new := loadEngine(t, "../../examples/diff/old"), loadEngine(t, "../../examples/diff/new")
 		var b strings.Builder
-		compare(t, &b, "examples/diff old -> new", old, new, Options{Explain: true})
-		compare(t, &b, "examples/diff new -> old", new, old, Options{Explain: true})
+		writeDiff(t, &b, "examples/diff old -> new", old, new, Options{Explain: true})
+		writeDiff(t, &b, "examples/diff new -> old", new, old, Options{Explain: true})
 		golden(t, "examples.txt", b.String())
 	})
 	t.Run("synth", func(t *testing.T) {
 		old := loadObjects(t, readObjects(t, "../../testdata/synth/small.yaml"))
 		new := loadObjects(t, pullRequest(readObjects(t, "../../testdata/synth/small.yaml")))
 		var b strings.Builder
-		compare(t, &b, "small -> changed", old, new, Options{})
-		compare(t, &b, "changed -> small", new, old, Options{})
+		writeDiff(t, &b, "small -> changed", old, new, Options{})
+		writeDiff(t, &b, "changed -> small", new, old, Options{})
 		golden(t, "synth.txt", b.String())
 	})
 	t.Run("corpus", func(t *testing.T) {
@@ -55,7 +55,7 @@ func TestGolden(t *testing.T) {
 			var prev *engine.Engine
 			r := scenario.Run(s, scenario.Options{AfterStep: func(st scenario.StepState) error {
 				if prev != nil {
-					compare(t, &b, fmt.Sprintf("%s step %d -> %d", strings.TrimPrefix(st.File, "../../testdata/scenarios/"), st.Index, st.Index+1), prev, st.Engine, Options{Explain: true})
+					writeDiff(t, &b, fmt.Sprintf("%s step %d -> %d", strings.TrimPrefix(st.File, "../../testdata/scenarios/"), st.Index, st.Index+1), prev, st.Engine, Options{Explain: true})
 				}
 				prev = st.Engine
 				return nil
@@ -70,18 +70,18 @@ func TestGolden(t *testing.T) {
 		var b strings.Builder
 		for seed := int64(0); seed < 150; seed++ {
 			old, new := loadYAML(t, synth.Random(seed, 0)), loadYAML(t, synth.Random(seed, 1))
-			compare(t, &b, fmt.Sprintf("seed %d", seed), old, new, Options{})
-			compare(t, &b, fmt.Sprintf("seed %d reversed", seed), new, old, Options{})
+			writeDiff(t, &b, fmt.Sprintf("seed %d", seed), old, new, Options{})
+			writeDiff(t, &b, fmt.Sprintf("seed %d reversed", seed), new, old, Options{})
 		}
 		golden(t, "random.txt", b.String())
 	})
 }
 
-// compare writes the diff of old and new (with the explanations when opts
+// writeDiff writes the diff of old and new (with the explanations when opts
 // asks for them: they come from the engine's traces, and are pinned on the
 // examples and the corpus only, to keep the files short), and checks that each compared
 // with itself finds nothing.
-func compare(t *testing.T, b *strings.Builder, title string, old, new *engine.Engine, opts Options) {
+func writeDiff(t *testing.T, b *strings.Builder, title string, old, new *engine.Engine, opts Options) {
 	t.Helper()
 	for _, e := range []*engine.Engine{old, new} {
 		if r := Compare(e, e, Options{}); !r.Empty() || r.Summary.PodPairs != 0 {

@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -22,6 +23,14 @@ func Random(seed int64, variant int) string {
 	// shares everything else with variant 0.
 	change := rand.New(rand.NewSource(seed*7919 + 1))
 	changed := func(p float64) bool { return variant == 1 && change.Float64() < p }
+	if variant == 1 {
+		g.tweak = func(doc string) string {
+			if change.Intn(8) != 0 {
+				return doc
+			}
+			return tweak(change, doc)
+		}
+	}
 
 	nodes := g.r.Intn(3)
 	for i := 0; i < nodes; i++ {
@@ -37,8 +46,8 @@ func Random(seed int64, variant int) string {
 		if g.r.Intn(2) == 0 {
 			labels = append(labels, "env: "+g.pick("prod", "dev"))
 		}
-		if changed(0.15) {
-			labels = g.labels(0.9, "team", "a", "b")
+		if changed(0.1) {
+			labels = labelsFrom(change, 0.9, "team", "a", "b")
 		}
 		if i == 0 {
 			labels = nil
@@ -64,40 +73,44 @@ func Random(seed int64, variant int) string {
 				ips = []string{fmt.Sprintf("198.19.255.%d", n+1)}
 			}
 		}
-		if changed(0.1) {
+		if changed(0.05) {
 			continue // removed in the pull request
 		}
-		if changed(0.2) {
-			labels = g.labels(0.8, "app", "web", "db")
+		if changed(0.1) {
+			labels = labelsFrom(change, 0.8, "app", "web", "db")
 		}
 		g.pod(ns, fmt.Sprintf("p%d", i), labels, ports, ips, node, host)
 	}
 	if variant == 1 && change.Intn(2) == 0 {
-		g.pod(nss[1], "added", g.labels(1, "app", "web", "db"), g.ports(), []string{"198.18.9.9"}, "", false)
+		g.pod(nss[1], "added", labelsFrom(change, 1, "app", "web", "db"), "{name: http, containerPort: 80}", []string{"198.18.9.9"}, "", false)
 	}
 	if g.r.Intn(3) == 0 {
 		g.doc("apiVersion: v1\nkind: Service\nmetadata: {name: svc, namespace: %s}\nspec: {clusterIP: 10.96.0.%d, selector: {app: %s}, ports: [{name: web, port: 80, targetPort: %s}]}",
 			nss[1], 1+g.r.Intn(9), g.pick("web", "db"), g.pick("http", "8080", "80", "metrics"))
 	}
 
+	// A policy of the variant is written from the same draws as in
+	// variant 0, then rewritten from the variant's own or left out.
 	policies := g.r.Intn(7)
 	for i := 0; i < policies; i++ {
-		pick := g.r
-		if changed(0.3) {
-			pick = change
+		n := g.b.Len()
+		g.networkPolicy(g.r, nss, i)
+		switch {
+		case changed(0.05):
+			g.b.Truncate(n)
+		case changed(0.1):
+			g.b.Truncate(n)
+			g.networkPolicy(change, nss, i)
 		}
-		if changed(0.1) {
-			continue
-		}
-		g.networkPolicy(pick, nss, i)
 	}
 	admins := g.r.Intn(6)
 	for i := 0; i < admins; i++ {
-		pick := g.r
-		if changed(0.3) {
-			pick = change
+		n := g.b.Len()
+		g.adminPolicy(g.r, i)
+		if changed(0.1) {
+			g.b.Truncate(n)
+			g.adminPolicy(change, i)
 		}
-		g.adminPolicy(pick, i)
 	}
 	if g.r.Intn(3) == 0 {
 		g.baseline(g.r)
@@ -110,25 +123,65 @@ func Random(seed int64, variant int) string {
 
 type randomGen struct {
 	r *rand.Rand
-	b strings.Builder
+	b bytes.Buffer
+	// tweak, in the variant, changes a document a little, as a pull
+	// request does more often than it rewrites one.
+	tweak func(string) string
 }
 
 func (g *randomGen) doc(format string, args ...any) {
 	if g.b.Len() > 0 {
 		g.b.WriteString("---\n")
 	}
-	fmt.Fprintf(&g.b, format, args...)
+	doc := fmt.Sprintf(format, args...)
+	if g.tweak != nil {
+		doc = g.tweak(doc)
+	}
+	g.b.WriteString(doc)
 	g.b.WriteString("\n")
+}
+
+// tweaks are small edits of a document: a port, a label, an action, an
+// address, a policy type.
+var tweaks = [][2]string{
+	{"port: 80}", "port: 81}"}, {"app: web", "app: db"}, {"action: Allow", "action: Deny"}, {"action: Deny", "action: Allow"},
+	{"containerPort: 80}", "containerPort: 81}"}, {"name: http, containerPort", "name: web, containerPort"}, {"team: a", "team: b"},
+	{"env: prod", "env: dev"}, {"tier: front", "tier: back"}, {"198.18.0.0/16", "198.18.0.0/17"}, {"Ingress, Egress", "Ingress"},
+	{"namedPort: http", "namedPort: dns"}, {"{ip: 198.18.", "{ip: 198.19."}, {"zone: a", "zone: b"}, {"priority: 1,", "priority: 2,"},
+	{"hostNetwork: true, ", ""}, {"nodeName: node-0", "nodeName: node-1"},
+}
+
+// tweak makes one of the tweaks that apply to doc, if any does.
+func tweak(r *rand.Rand, doc string) string {
+	var apply [][2]string
+	for _, t := range tweaks {
+		if strings.Contains(doc, t[0]) {
+			apply = append(apply, t)
+		}
+	}
+	if len(apply) == 0 {
+		return doc
+	}
+	t := apply[r.Intn(len(apply))]
+	doc = strings.Replace(doc, t[0], t[1], 1)
+	if strings.Contains(doc, "kind: ClusterNetworkPolicy") { // its Allow is spelt Accept
+		doc = strings.ReplaceAll(doc, "action: Allow", "action: Accept")
+	}
+	return doc
 }
 
 func (g *randomGen) pick(s ...string) string { return s[g.r.Intn(len(s))] }
 
 // labels is "key: value" with probability p, a value from values.
 func (g *randomGen) labels(p float64, key string, values ...string) []string {
-	if g.r.Float64() >= p {
+	return labelsFrom(g.r, p, key, values...)
+}
+
+func labelsFrom(r *rand.Rand, p float64, key string, values ...string) []string {
+	if r.Float64() >= p {
 		return nil
 	}
-	return []string{key + ": " + g.pick(values...)}
+	return []string{key + ": " + pickFrom(r, values...)}
 }
 
 func (g *randomGen) ports() string {
