@@ -140,6 +140,12 @@ type Options struct {
 // Compare decides every pair of pods present in both old and new on every
 // port segment, and reports the pairs whose verdicts differ.
 func Compare(old, new *engine.Engine, opts Options) *Result {
+	return compare(old, new, opts, false)
+}
+
+// compare is Compare; everyPair decides every pair of joint classes, quiet
+// or not, as the reference TestQuietPairsAreUnchanged compares with.
+func compare(old, new *engine.Engine, opts Options, everyPair bool) *Result {
 	r := &Result{AddedPods: []string{}, RemovedPods: []string{}, Groups: []Group{}}
 	var oldPods, newPods []*state.Pod // common pods, index-aligned, by key
 	for _, p := range old.Cluster().Pods {
@@ -177,42 +183,68 @@ func Compare(old, new *engine.Engine, opts Options) *Result {
 	}
 	r.Summary.Classes = len(members)
 
+	// Pairs of joint classes whose verdicts cannot change are not decided:
+	// a class is quiet as a source when one of its pods is (quiet), as a
+	// destination likewise, and a pair of a quiet source class and a quiet
+	// destination class stands for pairs of quiet pods, which decide alike
+	// in OLD and NEW. A class towards itself is always decided: its quiet
+	// pod may be its only one.
+	quietSrc, quietDst := quiet(old, new, oldPods, newPods)
+	if everyPair {
+		quietSrc, quietDst = make([]bool, len(oldPods)), make([]bool, len(oldPods))
+	}
+	srcQuiet, dstQuiet := make([]bool, len(members)), make([]bool, len(members))
+	var loudDst []int
+	for id, m := range members {
+		for _, i := range m {
+			srcQuiet[id] = srcQuiet[id] || quietSrc[i]
+			dstQuiet[id] = dstQuiet[id] || quietDst[i]
+		}
+		if !dstQuiet[id] {
+			loudDst = append(loudDst, id)
+		}
+	}
+
 	reps, pair := engine.Representatives(members)
 	ports := make([]l4.Port, len(segs))
 	for k, s := range segs {
 		ports[k] = l4.Port{Proto: s.Proto, Num: s.First}
 	}
-	pick := func(pods []*state.Pod) []*state.Pod {
-		out := make([]*state.Pod, len(reps))
-		for i, m := range reps {
-			out[i] = pods[m]
-		}
-		return out
-	}
-	mo := old.Matrix(pick(oldPods), pick(oldPods), ports)
-	mn := new.Matrix(pick(newPods), pick(newPods), ports)
-
 	groups := map[[2]string]*Group{}
+	decide := func(a, b int) {
+		s, d, ok := pair(a, b)
+		if !ok {
+			return
+		}
+		var gained, lost []PortRange
+		for k, seg := range segs {
+			was := allowed(old, oldPods[reps[s]], oldPods[reps[d]], ports[k])
+			is := allowed(new, newPods[reps[s]], newPods[reps[d]], ports[k])
+			switch {
+			case is && !was:
+				gained = extend(gained, seg)
+			case was && !is:
+				lost = extend(lost, seg)
+			}
+		}
+		if len(gained) == 0 && len(lost) == 0 {
+			return
+		}
+		r.add(groups, oldPods, members[a], members[b], a == b, gained, lost)
+	}
 	for a := range members {
-		for b := range members {
-			s, d, ok := pair(a, b)
-			if !ok {
-				continue
+		switch {
+		case !srcQuiet[a]:
+			for b := range members {
+				decide(a, b)
 			}
-			var gained, lost []PortRange
-			for k, seg := range segs {
-				was, is := mo.Allowed(s, d, k), mn.Allowed(s, d, k)
-				switch {
-				case is && !was:
-					gained = extend(gained, seg)
-				case was && !is:
-					lost = extend(lost, seg)
-				}
+		default:
+			for _, b := range loudDst {
+				decide(a, b)
 			}
-			if len(gained) == 0 && len(lost) == 0 {
-				continue
+			if dstQuiet[a] {
+				decide(a, a)
 			}
-			r.add(groups, oldPods, members[a], members[b], a == b, gained, lost)
 		}
 	}
 	for _, g := range groups {
@@ -241,6 +273,12 @@ func Compare(old, new *engine.Engine, opts Options) *Result {
 		}
 	}
 	return r
+}
+
+// allowed decides src -> dst on port as the matrix does.
+func allowed(e *engine.Engine, src, dst *state.Pod, port l4.Port) bool {
+	f, ok := e.PodFlow(src, dst, port)
+	return ok && e.Allowed(f)
 }
 
 // add records the change from class src to class dst, split by namespace

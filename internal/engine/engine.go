@@ -31,6 +31,7 @@ type Engine struct {
 
 	policies  []*compiled           // every policy, in tier order
 	rules     rulesByPolicyRule     // for RuleMatches, built on first use
+	byPolicy  compiledByPolicy      // for Members, built on first use
 	bySubject map[int32][]*compiled // subject atom -> policies
 	applies   applicable            // pod ID -> policies selecting it, in order
 	relative  bool                  // some peer selects namespaces relative to the subject
@@ -241,12 +242,28 @@ func (e *Engine) Cluster() *state.Cluster { return e.c }
 // staged policies (Staged().Policies() has them).
 func (e *Engine) Policies() *policy.Set { return e.set }
 
+// Options returns the options the engine decides with.
+func (e *Engine) Options() Options { return e.opts }
+
+// Applicable returns the policies whose subject selects pod, in evaluation
+// order: the only policies whose rules decide the pod's ingress and egress.
+// Host-network pods and pods of another snapshot have none.
+func (e *Engine) Applicable(pod *state.Pod) []*policy.Policy {
+	if pod.HostNetwork || int(pod.ID) >= len(e.c.Pods) || e.c.Pods[pod.ID] != pod {
+		return nil
+	}
+	list := e.applicable(pod)
+	out := make([]*policy.Policy, len(list))
+	for i, cp := range list {
+		out[i] = cp.Policy
+	}
+	return out
+}
+
 // Members returns the pods a policy's subject selects.
 func (e *Engine) Members(p *policy.Policy) []*state.Pod {
-	for _, cp := range e.policies {
-		if cp.Policy == p {
-			return e.pods(e.ix.podAtoms[cp.subject].members)
-		}
+	if cp := e.byPolicy.get(e)[p]; cp != nil {
+		return e.pods(e.ix.podAtoms[cp.subject].members)
 	}
 	return nil
 }

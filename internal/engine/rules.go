@@ -44,6 +44,48 @@ func (r *rulesByPolicyRule) get(e *Engine) map[*policy.Rule]compiledRule {
 	return r.m
 }
 
+// compiledByPolicy finds the compiled form of a policy: lint asks for the
+// members of every policy, and a scan of the policies per question made
+// that quadratic in their number.
+type compiledByPolicy struct {
+	once sync.Once
+	m    map[*policy.Policy]*compiled
+}
+
+func (c *compiledByPolicy) get(e *Engine) map[*policy.Policy]*compiled {
+	c.once.Do(func() {
+		c.m = make(map[*policy.Policy]*compiled, len(e.policies))
+		for _, cp := range e.policies {
+			c.m[cp.Policy] = cp
+		}
+	})
+	return c.m
+}
+
+// Selection is what one pod peer of a rule selects.
+type Selection struct {
+	// ID is shared by the peers of every rule that select alike (the same
+	// namespace and pod selectors), so that a caller can do its work once
+	// per selection instead of once per peer.
+	ID int32
+	// Pods are the pod IDs selected, ascending; never host-network pods. A
+	// peer whose namespaces are relative to the subject pod (KEP-2091
+	// related, sameLabels, notSameLabels) lists the pods of every
+	// namespace: which of them it matches depends on the subject.
+	Pods []int32
+}
+
+// PeerSelection returns what peer k of rule r selects; ok is false when the
+// peer is not a pod peer or r is not a rule of the engine's policies.
+func (e *Engine) PeerSelection(r *policy.Rule, k int) (s Selection, ok bool) {
+	cr, found := e.rules.get(e)[r]
+	if !found || k < 0 || k >= len(cr.peers) || cr.peers[k].Kind != policy.PeerPods {
+		return Selection{}, false
+	}
+	atom := cr.peers[k].atom
+	return Selection{ID: atom, Pods: e.ix.podAtoms[atom].members}, true
+}
+
 // RuleMatches reports whether rule r, on its own, matches f: its peers and
 // ports, as seen from the pod on r's side of the flow (the source for an
 // egress rule, the destination for an ingress rule). It does not ask whether

@@ -87,7 +87,7 @@ func (l *linter) allowsNothing(c int, d policy.Direction, by []*policy.Policy) b
 				}
 			}
 			matched := false
-			l.ruleFlows(r, []int{c}, func(engine.Flow, int) bool {
+			l.ruleFlows(r, []int{c}, question{dir: d}, func(engine.Flow, cell, int) bool {
 				matched = true
 				return false
 			})
@@ -235,14 +235,7 @@ func (l *linter) decider(side engine.Side, dir policy.Direction) (Place, string)
 	return Place{Object: policy.Ref{Kind: "Input"}}, last.Note
 }
 
-func (l *linter) policy(ref policy.Ref) *policy.Policy {
-	for _, p := range l.set.Policies() {
-		if p.Ref == ref {
-			return p
-		}
-	}
-	return nil
-}
+func (l *linter) policy(ref policy.Ref) *policy.Policy { return l.policies[ref] }
 
 func (l *linter) origin(ref policy.Ref) (o diag.Origin) {
 	if p := l.policy(ref); p != nil {

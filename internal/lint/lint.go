@@ -241,7 +241,10 @@ type Options struct {
 // policy with an unknown field is there to be linted, and reports the
 // field as an error itself (unless opts.Lenient).
 func Run(e *engine.Engine, loaded diag.List, opts Options) []Finding {
-	l := newLinter(e)
+	return newLinter(e).run(loaded, opts)
+}
+
+func (l *linter) run(loaded diag.List, opts Options) []Finding {
 	var reported map[Place]bool
 	if !opts.Lenient {
 		reported = l.unknownFields()

@@ -393,14 +393,24 @@ status: {phase: Succeeded}`)
 	}
 }
 
-func BenchmarkLint1k(b *testing.B) {
-	e, diags, err := pipeline.Build(synth.Cluster(synth.Size1k), nil, pipeline.Options{})
-	if err != nil {
-		b.Fatal(err)
+// BenchmarkLint lints the synthetic clusters of the engine benchmarks
+// (internal/synth): the time is lint.Run alone, after the engine is built.
+// The 100k-pod cluster is skipped in -short mode.
+func BenchmarkLint(b *testing.B) {
+	for _, size := range []synth.Size{synth.Size1k, synth.Size10k, synth.Size100k} {
+		b.Run(size.Name, func(b *testing.B) {
+			if testing.Short() && size.Pods > 10000 {
+				b.Skip("100k-pod cluster skipped in -short mode")
+			}
+			e, diags, err := pipeline.Build(synth.Cluster(size), nil, pipeline.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var n int
+			for b.Loop() {
+				n = len(Run(e, diags, Options{}))
+			}
+			b.ReportMetric(float64(n), "findings")
+		})
 	}
-	var n int
-	for b.Loop() {
-		n = len(Run(e, diags, Options{}))
-	}
-	b.ReportMetric(float64(n), "findings")
 }

@@ -3,10 +3,10 @@ package lint
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/netpol/netpol/internal/engine"
-	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/state"
 )
@@ -27,6 +27,45 @@ func (l *linter) firstMatch(rules []*policy.Rule, f engine.Flow) *policy.Rule {
 		}
 	}
 	return nil
+}
+
+// adminRule is engine.AdminRule for the flow f of cell c on space.ports[port],
+// which holds for every flow of the cell. Many rules ask about the same
+// subject group and outcome class (every rule of a namespace that admits
+// another), so the answers are kept per cell key, one slot per port.
+func (l *linter) adminRule(f engine.Flow, dir policy.Direction, c cell, port int) *policy.Rule {
+	if c.sg < 0 {
+		return l.e.AdminRule(f, dir)
+	}
+	k := adminKey{sg: c.sg, fam: c.fam, oc: c.oc, self: c.sc == c.pc, dir: dir}
+	if k != l.lastAdmin || l.lastRules == nil {
+		rules, ok := l.adminRules[k]
+		if !ok {
+			rules = make([]*policy.Rule, len(l.space.ports))
+			for i := range rules {
+				rules[i] = notAsked
+			}
+			l.adminRules[k] = rules
+		}
+		l.lastAdmin, l.lastRules = k, rules
+	}
+	r := l.lastRules[port]
+	if r == notAsked {
+		r = l.e.AdminRule(f, dir)
+		l.lastRules[port] = r
+	}
+	return r
+}
+
+// notAsked marks the ports adminRule has no answer for yet.
+var notAsked = &policy.Rule{}
+
+// adminKey is the cells adminRule keeps answers for. A class towards
+// itself has its own: its peer is another member, whose ports may differ.
+type adminKey struct {
+	sg, fam, oc int
+	self        bool
+	dir         policy.Direction
 }
 
 // priorityOverlaps reports admin- and baseline-tier policies of equal
@@ -50,30 +89,42 @@ func (l *linter) priorityPair(a, b *policy.Policy) {
 	var shared, conflicting int
 	var ex, conflict example
 	var exampleRules, conflictRules [2]*policy.Rule
-	for _, d := range policy.Directions {
+	all := [2]peerSet{{all: true, key: "all"}, {all: true, key: "all"}}
+	for di, d := range policy.Directions {
 		if len(a.Rules[d]) == 0 || len(b.Rules[d]) == 0 {
 			continue
 		}
-		ports := intersectPorts(l.portsOf(a.Rules[d]), l.portsOf(b.Rules[d]))
-		for _, sc := range common {
-			l.space.visit(sc, d, ports, func(f engine.Flow, w int) bool {
+		ports := intersect(l.portsOf(a.Rules[d]), l.portsOf(b.Rules[d]))
+		// The answers depend on which rules of both policies match a peer.
+		rules := append(slices.Clip(a.Rules[d]), b.Rules[d]...)
+		q := question{dir: d, rules: func(subjectGroup) (string, []*policy.Rule) {
+			return "overlap " + a.Ref.String() + " " + b.Ref.String(), rules
+		}}
+		l.cells(q, common, all, func(c cell) bool {
+			f, ok := l.space.cellFlow(c, d)
+			if !ok {
+				return true
+			}
+			for _, pi := range ports {
+				f.Port = l.space.ports[pi]
 				ra, rb := l.firstMatch(a.Rules[d], f), l.firstMatch(b.Rules[d], f)
 				if ra == nil || rb == nil {
-					return true
+					continue
 				}
-				shared += w
-				if ex.offer(f) {
+				at := c.at(di, pi)
+				shared += c.weight
+				if ex.offer(f, at) {
 					exampleRules = [2]*policy.Rule{ra, rb}
 				}
 				if ra.Action != rb.Action {
-					conflicting += w
-					if conflict.offer(f) {
+					conflicting += c.weight
+					if conflict.offer(f, at) {
 						conflictRules = [2]*policy.Rule{ra, rb}
 					}
 				}
-				return true
-			})
-		}
+			}
+			return true
+		})
 	}
 	if shared == 0 {
 		return
@@ -96,13 +147,14 @@ func (l *linter) priorityPair(a, b *policy.Policy) {
 
 func toFlow(f engine.Flow) string { return exampleOf(f).String() }
 
-// portsOf is the union of the representative ports of rules.
-func (l *linter) portsOf(rules []*policy.Rule) []l4.Port {
-	var out []l4.Port
-	for _, port := range l.space.ports {
+// portsOf is the union of the representative ports of rules, as indexes
+// into space.ports, in its order.
+func (l *linter) portsOf(rules []*policy.Rule) []int {
+	var out []int
+	for i := range l.space.ports {
 		for _, r := range rules {
-			if slices.Contains(l.space.rulePorts(r), port) {
-				out = append(out, port)
+			if _, ok := slices.BinarySearch(l.space.rulePorts(r), i); ok {
+				out = append(out, i)
 				break
 			}
 		}
@@ -110,21 +162,19 @@ func (l *linter) portsOf(rules []*policy.Rule) []l4.Port {
 	return out
 }
 
-func intersectPorts(a, b []l4.Port) []l4.Port {
-	var out []l4.Port
-	for _, p := range a {
-		if slices.Contains(b, p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
+// intersect is the common elements of two sorted lists.
 func intersect(a, b []int) []int {
 	var out []int
-	for _, x := range a {
-		if slices.Contains(b, x) {
-			out = append(out, x)
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] == b[j]:
+			out = append(out, a[i])
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
 		}
 	}
 	return out
@@ -151,23 +201,43 @@ func (l *linter) overrides() {
 func (l *linter) override(r *policy.Rule, subjects []int) {
 	total, decided := 0, 0
 	byRule := map[*policy.Rule]int{}
-	var order []*policy.Rule
+	first := map[*policy.Rule]pos{}
 	var ex example
 	denies := false
-	l.ruleFlows(r, subjects, func(f engine.Flow, w int) bool {
-		total += w
-		ar := l.e.AdminRule(f, r.Dir)
+	// The answers depend on the admin rules of the subject's admin policies.
+	q := question{dir: r.Dir, withAdmin: true, rules: func(sg subjectGroup) (string, []*policy.Rule) {
+		var rules []*policy.Rule
+		for _, p := range l.adminLists[sg.admins] {
+			rules = append(rules, p.Rules[r.Dir]...)
+		}
+		return "admin " + strconv.Itoa(sg.admins), rules
+	}}
+	l.ruleFlows(r, subjects, q, func(f engine.Flow, c cell, port int) bool {
+		total += c.weight
+		ar := l.adminRule(f, r.Dir, c, port)
 		if ar == nil || ar.Action == policy.Pass {
 			return true
 		}
-		decided += w
-		if byRule[ar] == 0 {
-			order = append(order, ar)
+		decided += c.weight
+		at := c.at(0, port)
+		if p, ok := first[ar]; !ok || at.before(p) {
+			first[ar] = at
 		}
-		byRule[ar] += w
-		ex.offer(f)
+		byRule[ar] += c.weight
+		ex.offer(f, at)
 		denies = denies || ar.Action == policy.Deny
 		return true
+	})
+	// The admin rules in the order of their first flow.
+	order := make([]*policy.Rule, 0, len(first))
+	for ar := range first {
+		order = append(order, ar)
+	}
+	slices.SortFunc(order, func(a, b *policy.Rule) int {
+		if first[a].before(first[b]) {
+			return -1
+		}
+		return 1
 	})
 	if decided == 0 {
 		return
@@ -228,8 +298,8 @@ func (l *linter) shadow(r *policy.Rule, earlier []*policy.Rule, subjects []int) 
 	covered := true
 	var by []*policy.Rule
 	var ex example
-	l.ruleFlows(r, subjects, func(f engine.Flow, w int) bool {
-		total += w
+	match := func(f engine.Flow, c cell, port int) bool {
+		total += c.weight
 		first := l.firstMatch(earlier, f)
 		if first == nil {
 			covered = false
@@ -238,9 +308,34 @@ func (l *linter) shadow(r *policy.Rule, earlier []*policy.Rule, subjects []int) 
 		if !slices.Contains(by, first) {
 			by = append(by, first)
 		}
-		ex.offer(f)
+		ex.offer(f, c.at(0, port))
 		return true
-	})
+	}
+	if r.Policy.Tier != policy.TierNetworkPolicy {
+		// The answers depend on the earlier rules and r.
+		rules := append(slices.Clip(earlier), r)
+		q := question{dir: r.Dir, rules: func(subjectGroup) (string, []*policy.Rule) {
+			return "shadow " + placeOf(r).String(), rules
+		}}
+		l.ruleFlows(r, subjects, q, match)
+	} else {
+		// NetworkPolicy rules' selections are not in the peer groups:
+		// ask pair by pair, among the classes r's peers can match.
+		ports := l.space.rulePorts(r)
+		l.pairCells(subjects, candidates(l.peers(r)), func(c cell) bool {
+			f, ok := l.space.cellFlow(c, r.Dir)
+			if !ok {
+				return true
+			}
+			for _, i := range ports {
+				f.Port = l.space.ports[i]
+				if l.e.RuleMatches(r, f) && !match(f, c, i) {
+					return false
+				}
+			}
+			return true
+		})
+	}
 	if total == 0 || !covered {
 		return
 	}
@@ -283,20 +378,24 @@ func rulesWord(labels []string) string {
 	return verb(len(labels), "rule ", "rules ") + strings.Join(labels, ", ")
 }
 
-// example keeps the best example flow offered: the first one, unless a
-// later one is on a port its destination declares (a reader knows 8080/tcp
-// of a web pod, not 1/tcp).
+// example keeps the best example flow offered: the first one, in lint's
+// order, unless one is on a port its destination declares (a reader knows
+// 8080/tcp of a web pod, not 1/tcp): then the first such one.
 type example struct {
 	flow engine.Flow
+	at   pos
+	decl bool
 	ok   bool
 }
 
-// offer keeps f if it is better, and reports whether it did.
-func (e *example) offer(f engine.Flow) bool {
-	if e.ok && (declared(e.flow) || !declared(f)) {
+// offer keeps f, at position at, if it is better, and reports whether it
+// did.
+func (e *example) offer(f engine.Flow, at pos) bool {
+	d := declared(f)
+	if e.ok && (e.decl && !d || e.decl == d && !at.before(e.at)) {
 		return false
 	}
-	e.flow, e.ok = f, true
+	e.flow, e.at, e.decl, e.ok = f, at, d, true
 	return true
 }
 

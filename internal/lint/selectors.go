@@ -23,14 +23,22 @@ func (l *linter) selectors() {
 				Hint:    "check the labels against the pods (kubectl get pods -A --show-labels)"})
 			continue
 		}
-		subjectNS := namespacesOf(members)
+		// The subject's namespaces matter to relative selections and to
+		// messages only: found when first needed.
+		var subjectNS []*state.Namespace
+		namespaces := func() []*state.Namespace {
+			if subjectNS == nil {
+				subjectNS = namespacesOf(members)
+			}
+			return subjectNS
+		}
 		for _, rules := range p.Rules {
 			for _, r := range rules {
-				for _, peer := range r.Peers {
+				for k, peer := range r.Peers {
 					switch {
-					case peer.Kind == policy.PeerPods && len(l.podPeerMembers(peer.Pods, subjectNS, 1)) == 0:
+					case peer.Kind == policy.PeerPods && l.selectsNoPod(r, k, namespaces):
 						l.add(Finding{Severity: Warning, Code: CodeSelectsNothing, Object: p.Ref, Origin: p.Origin, Field: peerField(r, peer.Index),
-							Message: "peer selects no pod: " + l.describeEmpty(peer.Pods, subjectNS) + "; this peer matches nothing",
+							Message: "peer selects no pod: " + l.describeEmpty(peer.Pods, namespaces()) + "; this peer matches nothing",
 							Hint:    "check the labels against the pods and namespaces (kubectl get pods,namespaces -A --show-labels)"})
 					case peer.Kind == policy.PeerNodes && declaredNodes && !slices.ContainsFunc(c.Nodes, func(n *state.Node) bool { return peer.Nodes.Matches(n.Labels) }):
 						l.add(Finding{Severity: Warning, Code: CodeSelectsNothing, Object: p.Ref, Origin: p.Origin, Field: peerField(r, peer.Index) + ".nodes",
@@ -41,6 +49,17 @@ func (l *linter) selectors() {
 			}
 		}
 	}
+}
+
+// selectsNoPod reports whether pod peer k of r selects no pod, seen from
+// the subject's namespaces. The engine resolved every selection already;
+// only one relative to the subject's namespace is looked at again.
+func (l *linter) selectsNoPod(r *policy.Rule, k int, subjectNS func() []*state.Namespace) bool {
+	ps := r.Peers[k].Pods
+	if sel, ok := l.e.PeerSelection(r, k); ok && !ps.Namespaces.Relative() {
+		return len(sel.Pods) == 0
+	}
+	return len(l.podPeerMembers(ps, subjectNS(), 1)) == 0
 }
 
 func subjectField(p *policy.Policy) string {
@@ -60,8 +79,10 @@ func selectorText(s policy.Selector) string {
 // namespacesOf lists the distinct namespaces of pods.
 func namespacesOf(pods []*state.Pod) []*state.Namespace {
 	var out []*state.Namespace
+	seen := map[*state.Namespace]bool{}
 	for _, p := range pods {
-		if !slices.Contains(out, p.Namespace) {
+		if !seen[p.Namespace] {
+			seen[p.Namespace] = true
 			out = append(out, p.Namespace)
 		}
 	}
@@ -71,14 +92,29 @@ func namespacesOf(pods []*state.Pod) []*state.Namespace {
 // selectedNamespaces lists the namespaces ns picks for any of the subject
 // namespaces (relative selections depend on them).
 func (l *linter) selectedNamespaces(ns policy.NamespaceSelector, subjectNS []*state.Namespace) []*state.Namespace {
-	var out []*state.Namespace
-	for _, n := range l.e.Cluster().Namespaces {
-		if !ns.Relative() {
+	c := l.e.Cluster()
+	switch ns.Match {
+	case policy.NamespaceName:
+		if n := c.Namespace(ns.Name); n != nil {
+			return []*state.Namespace{n}
+		}
+		return nil
+	case policy.NamespaceLabels:
+		// Messages ask again and again about the same few selectors.
+		if out, ok := l.nsSelected[ns.Selector.Text]; ok {
+			return out
+		}
+		var out []*state.Namespace
+		for _, n := range c.Namespaces {
 			if ns.Matches(n.Name, n.Labels, "", nil) {
 				out = append(out, n)
 			}
-			continue
 		}
+		l.nsSelected[ns.Selector.Text] = out
+		return out
+	}
+	var out []*state.Namespace
+	for _, n := range c.Namespaces {
 		for _, s := range subjectNS {
 			if ns.Matches(n.Name, n.Labels, s.Name, s.Labels) {
 				out = append(out, n)
@@ -188,18 +224,21 @@ func (l *linter) destinations(r *policy.Rule, members []*state.Pod) []*state.Pod
 	}
 	seen := map[*state.Pod]bool{}
 	var out []*state.Pod
-	subjectNS := namespacesOf(members)
-	for _, peer := range r.Peers {
+	var subjectNS []*state.Namespace
+	for k, peer := range r.Peers {
 		var pods []*state.Pod
 		switch peer.Kind {
 		case policy.PeerPods:
+			if sel, ok := l.e.PeerSelection(r, k); ok && !peer.Pods.Namespaces.Relative() {
+				pods = l.podsOf(sel.Pods)
+				break
+			}
+			if subjectNS == nil {
+				subjectNS = namespacesOf(members)
+			}
 			pods = l.podPeerMembers(peer.Pods, subjectNS, 0)
 		case policy.PeerIPBlock:
-			for _, p := range l.e.Cluster().Pods {
-				if len(p.IPs) > 0 && !p.HostNetwork && peer.Block.Contains(p.IPs[0]) {
-					pods = append(pods, p)
-				}
-			}
+			pods = l.podsInBlock(peer.Block)
 		}
 		for _, p := range pods {
 			if !seen[p] {
@@ -209,6 +248,31 @@ func (l *linter) destinations(r *policy.Rule, members []*state.Pod) []*state.Pod
 		}
 	}
 	return out
+}
+
+func (l *linter) podsOf(ids []int32) []*state.Pod {
+	out := make([]*state.Pod, len(ids))
+	for i, id := range ids {
+		out[i] = l.e.Cluster().Pods[id]
+	}
+	return out
+}
+
+// podsInBlock are the pods whose first address the block holds; rules
+// share a few blocks.
+func (l *linter) podsInBlock(b policy.IPBlock) []*state.Pod {
+	k := b.String()
+	if pods, ok := l.blockPods[k]; ok {
+		return pods
+	}
+	var pods []*state.Pod
+	for _, p := range l.e.Cluster().Pods {
+		if len(p.IPs) > 0 && !p.HostNetwork && b.Contains(p.IPs[0]) {
+			pods = append(pods, p)
+		}
+	}
+	l.blockPods[k] = pods
+	return pods
 }
 
 // portField is the path of a rule's port clause j, in its API's words.
@@ -239,7 +303,7 @@ func declaredNames(pods []*state.Pod) string {
 	for _, p := range pods {
 		for _, cp := range p.Ports {
 			if cp.Name != "" {
-				seen[cp.Name+"="+cp.Port.String()] = true
+				seen[cp.String()] = true
 			}
 		}
 	}

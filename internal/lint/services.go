@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -20,14 +21,11 @@ import (
 // allow: the rule was written for the port clients dial, and matches
 // nothing they send.
 func (l *linter) servicePorts() {
-	svcs := l.e.Cluster().Services
-	if len(svcs) == 0 {
+	index := newServicePortIndex(l.e.Cluster().Services)
+	if len(index) == 0 {
 		return
 	}
-	for _, p := range l.set.Policies() {
-		if p.Kind != policy.KindNetworkPolicy {
-			continue
-		}
+	for _, p := range l.set.NetworkPolicies {
 		members := l.e.Members(p)
 		if len(members) == 0 {
 			continue
@@ -37,26 +35,31 @@ func (l *linter) servicePorts() {
 				if r.AllPorts {
 					continue
 				}
-				dsts := l.destinations(r, members)
+				// The rule's destinations, when a Service port first asks.
+				var dsts map[*state.Pod]bool
+				var dstList []*state.Pod
 				for j, pm := range r.Ports {
 					if pm.Named != "" {
 						continue
 					}
-					for _, s := range svcs {
-						for _, sp := range s.Ports {
-							if !pm.Range.Contains(sp.Port) {
-								continue
+					for _, at := range index.in(pm.Range) {
+						sp := at.svc.Ports[at.port]
+						if dsts == nil {
+							dstList = l.destinations(r, members)
+							dsts = make(map[*state.Pod]bool, len(dstList))
+							for _, d := range dstList {
+								dsts[d] = true
 							}
-							missed, targets := l.untranslated(r, sp, dsts)
-							if len(missed) == 0 {
-								continue
-							}
-							l.add(Finding{Severity: Warning, Code: CodeServicePort, Object: p.Ref, Origin: p.Origin, Field: portField(r, j),
-								Message: fmt.Sprintf("allows %s, the port of Service %s, but policy applies after the Service translation: its backends (%s) listen on %s, which this rule does not allow",
-									sp.Port, s.Key(), podList(missed), strings.Join(targets, ", ")),
-								Hint:    "allow the target port instead of the Service port: " + targetHint(sp, targets),
-								Related: []Place{{Object: serviceRef(s), Field: "spec.ports"}}})
 						}
+						missed, targets := untranslated(r, sp, dsts)
+						if len(missed) == 0 {
+							continue
+						}
+						l.add(Finding{Severity: Warning, Code: CodeServicePort, Object: p.Ref, Origin: p.Origin, Field: portField(r, j),
+							Message: fmt.Sprintf("allows %s, the port of Service %s, but policy applies after the Service translation: its backends (%s) listen on %s, which this rule does not allow",
+								sp.Port, at.svc.Key(), podList(missed), strings.Join(targets, ", ")),
+							Hint:    "allow the target port instead of the Service port: " + targetHint(sp, targets),
+							Related: []Place{{Object: serviceRef(at.svc), Field: "spec.ports"}}})
 					}
 				}
 			}
@@ -64,16 +67,64 @@ func (l *linter) servicePorts() {
 	}
 }
 
+// servicePortIndex is every port of every Service, by protocol and number,
+// so that a policy's port range finds the Service ports in it without a
+// look at the others.
+type servicePortIndex []servicePortAt
+
+type servicePortAt struct {
+	port   int // index in svc.Ports
+	svc    *state.Service
+	order  int // the Service's index in the cluster's list
+	number l4.Port
+}
+
+func newServicePortIndex(svcs []*state.Service) servicePortIndex {
+	var x servicePortIndex
+	for i, s := range svcs {
+		for j, sp := range s.Ports {
+			x = append(x, servicePortAt{port: j, svc: s, order: i, number: sp.Port})
+		}
+	}
+	slices.SortFunc(x, func(a, b servicePortAt) int {
+		return cmp.Or(cmp.Compare(a.number.Proto, b.number.Proto), cmp.Compare(a.number.Num, b.number.Num))
+	})
+	return x
+}
+
+// in returns the Service ports in r, in the order of the Services and of
+// their ports (findings come out in that order).
+func (x servicePortIndex) in(r l4.Range) []servicePortAt {
+	key := func(p l4.Port) int { return int(p.Proto)<<16 | int(p.Num) }
+	lo, _ := slices.BinarySearchFunc(x, r.First, func(a servicePortAt, first uint16) int {
+		return cmp.Compare(key(a.number), key(l4.Port{Proto: r.Proto, Num: first}))
+	})
+	hi := lo
+	for hi < len(x) && r.Contains(x[hi].number) {
+		hi++
+	}
+	if hi == lo {
+		return nil
+	}
+	out := slices.Clone(x[lo:hi])
+	slices.SortFunc(out, func(a, b servicePortAt) int {
+		return cmp.Or(cmp.Compare(a.order, b.order), cmp.Compare(a.port, b.port))
+	})
+	return out
+}
+
 // untranslated are the pods among dsts that back sp on a target port other
 // than sp's own, which no port of r allows, with those target ports.
-func (l *linter) untranslated(r *policy.Rule, sp state.ServicePort, dsts []*state.Pod) (pods []*state.Pod, targets []string) {
+func untranslated(r *policy.Rule, sp state.ServicePort, dsts map[*state.Pod]bool) (pods []*state.Pod, targets []string) {
+	seen := map[*state.Pod]bool{}
 	for _, b := range sp.Backends {
-		if b.Pod == nil || b.Port == sp.Port || slices.Contains(pods, b.Pod) || !slices.Contains(dsts, b.Pod) {
+		if b.Pod == nil || b.Port == sp.Port || seen[b.Pod] || !dsts[b.Pod] {
 			continue
 		}
 		if slices.ContainsFunc(r.Ports, func(pm policy.PortMatch) bool { return portAllows(pm, b.Pod, b.Port) }) {
 			continue
 		}
+		seen[b.Pod] = true
 		pods = append(pods, b.Pod)
 		if t := b.Port.String(); !slices.Contains(targets, t) {
 			targets = append(targets, t)

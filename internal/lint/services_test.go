@@ -92,6 +92,29 @@ spec:
   - ports: [{port: 8443}]`,
 		want: []string{target},
 	}, {
+		// A range names the ports of several Services: one finding each,
+		// in the order of the Services (b/alt before b/web) and of their
+		// ports.
+		name: "a port range over several Services",
+		policies: `
+apiVersion: v1
+kind: Service
+metadata: {name: alt, namespace: b}
+spec: {clusterIP: 10.96.0.82, selector: {app: web}, ports: [{name: b, port: 82, targetPort: http}, {name: a, port: 81, targetPort: 8080}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: web, namespace: b}
+spec:
+  podSelector: {matchLabels: {app: web}}
+  ingress: [{ports: [{port: 80, endPort: 82}]}]`,
+		want: []string{
+			"warning service-port-not-target NetworkPolicy b/web spec.ingress[0].ports[0].port: allows 82/tcp, the port of Service b/alt, but policy applies after the Service translation: its backends (b/web-0, b/web-1) listen on 8080/tcp, which this rule does not allow | allow the target port instead of the Service port: port: 8080 (or its name, port: http)",
+			"warning service-port-not-target NetworkPolicy b/web spec.ingress[0].ports[0].port: allows 81/tcp, the port of Service b/alt, but policy applies after the Service translation: its backends (b/web-0, b/web-1) listen on 8080/tcp, which this rule does not allow | allow the target port instead of the Service port: port: 8080",
+			"warning service-port-not-target NetworkPolicy b/web spec.ingress[0].ports[0].port: allows 80/tcp, the port of Service b/web, but policy applies after the Service translation: its backends (b/web-0, b/web-1) listen on 8080/tcp, which this rule does not allow | allow the target port instead of the Service port: port: 8080 (or its name, port: http)",
+			target,
+		},
+	}, {
 		name: "egress ipBlock covering a cluster IP",
 		policies: `
 apiVersion: networking.k8s.io/v1

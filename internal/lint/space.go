@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
@@ -19,25 +20,56 @@ type linter struct {
 	space *space
 	// subjects caches the classes each policy selects.
 	subjects map[*policy.Policy][]int
+	// adminOf is, per class, the index in adminLists of the admin-tier
+	// policies that select it (adminListOf); built on first use.
+	adminOf    []int
+	adminLists [][]*policy.Policy
+	// outcomes and groupSets keep what cells learnt of questions and rules.
+	outcomes  map[outcomeKey]*outcomes
+	groupSets map[*policy.Rule][2][]uint64
+	// policies finds a policy by reference (decider).
+	policies map[policy.Ref]*policy.Policy
+	// nsSelected and blockPods remember namespaces by selector and pods by
+	// IP block, for selectedNamespaces and destinations.
+	nsSelected map[string][]*state.Namespace
+	blockPods  map[string][]*state.Pod
+	// adminRules remembers the answers of adminRule, and the last cell's.
+	adminRules map[adminKey][]*policy.Rule
+	lastAdmin  adminKey
+	lastRules  []*policy.Rule
+	// pairwise makes cells one pair of classes each, as lint asked before
+	// it grouped them: the reference of TestCellsAgreeWithPairs.
+	pairwise bool
 	out      []Finding
 }
 
 func newLinter(e *engine.Engine) *linter {
-	return &linter{e: e, set: e.Policies(), space: newSpace(e), subjects: map[*policy.Policy][]int{}}
+	l := &linter{e: e, set: e.Policies(), space: newSpace(e), subjects: map[*policy.Policy][]int{},
+		policies: map[policy.Ref]*policy.Policy{}, adminRules: map[adminKey][]*policy.Rule{},
+		outcomes: map[outcomeKey]*outcomes{}, groupSets: map[*policy.Rule][2][]uint64{},
+		nsSelected: map[string][]*state.Namespace{}, blockPods: map[string][]*state.Pod{}}
+	for _, p := range l.set.Policies() {
+		l.policies[p.Ref] = p
+	}
+	l.space.peerGroups(l)
+	return l
 }
 
 func (l *linter) add(f Finding) { l.out = append(l.out, f) }
 
-// subjectClasses returns the classes of the pods p selects. A class is
-// either wholly selected or not at all: subject selectors are part of what
-// makes pods one class.
+// subjectClasses returns the classes of the pods p selects, sorted. A class
+// is either wholly selected or not at all: subject selectors are part of
+// what makes pods one class.
 func (l *linter) subjectClasses(p *policy.Policy) []int {
 	if cs, ok := l.subjects[p]; ok {
 		return cs
 	}
 	var cs []int
+	s := l.space
+	s.stamp++
 	for _, pod := range l.e.Members(p) {
-		if c := l.space.classOf[pod.ID]; c >= 0 && !slices.Contains(cs, c) {
+		if c := s.classOf[pod.ID]; c >= 0 && s.seen[c] != s.stamp {
+			s.seen[c] = s.stamp
 			cs = append(cs, c)
 		}
 	}
@@ -55,6 +87,30 @@ type space struct {
 	classOf []int // by pod ID; -1 for host-network pods
 	ports   []l4.Port
 	named   map[string]map[l4.Port]bool // container port name -> the ports it names on some pod
+	// portsOfRule remembers rulePorts.
+	portsOfRule map[*policy.Rule][]int
+
+	// What cells group classes by (cells.go): per class, its families and
+	// what both ends of a flow look at (classBase); its peer group; per
+	// peer group, the families and the group's part of every peer set.
+	fam       []uint8
+	base      []string
+	relative  bool // some selection is relative to the subject's namespace
+	groupOf   []int32
+	groupFam  []uint8
+	groupBase []string
+	allGroups histogram
+	// subjectKeys numbers the keys of subject groups, for memos that
+	// outlive one policy's groups.
+	subjectKeys map[string]int
+
+	bySelection map[int32][]int32
+	byBlock     map[blockKey][]int32
+	histograms  map[string]histogram
+	// seen and stamp mark classes without clearing: a class is marked
+	// when seen[c] == stamp.
+	seen  []uint32
+	stamp uint32
 }
 
 func newSpace(e *engine.Engine) *space {
@@ -65,7 +121,9 @@ func newSpace(e *engine.Engine) *space {
 			pods = append(pods, p)
 		}
 	}
-	s := &space{e: e, classes: e.ClassMembers(pods), classOf: make([]int, len(c.Pods))}
+	s := &space{e: e, classes: e.ClassMembers(pods), classOf: make([]int, len(c.Pods)),
+		portsOfRule: map[*policy.Rule][]int{}, subjectKeys: map[string]int{}, bySelection: map[int32][]int32{}, byBlock: map[blockKey][]int32{}, histograms: map[string]histogram{}}
+	s.seen = make([]uint32, len(s.classes))
 	for i := range s.classOf {
 		s.classOf[i] = -1
 	}
@@ -88,6 +146,86 @@ func newSpace(e *engine.Engine) *space {
 		}
 	}
 	return s
+}
+
+// peerGroups groups the classes by what a peer shows the checks: its
+// classBase, the selections of admin- and baseline-tier rules that hold it
+// and the admin networks its addresses are in. Rules of those tiers then
+// match all of a group or none of it, so an admin rule's answer holds for
+// the group.
+func (s *space) peerGroups(l *linter) {
+	var selections []engine.Selection
+	seenSel := map[int32]bool{}
+	var blocks []policy.IPBlock
+	seenBlock := map[string]bool{}
+	for _, p := range l.set.Policies() {
+		for _, rules := range p.Rules {
+			for _, r := range rules {
+				for k, peer := range r.Peers {
+					s.relative = s.relative || peer.Kind == policy.PeerPods && peer.Pods.Namespaces.Relative()
+					if p.Tier == policy.TierNetworkPolicy {
+						continue
+					}
+					switch peer.Kind {
+					case policy.PeerPods:
+						if sel, ok := l.e.PeerSelection(r, k); ok && !seenSel[sel.ID] {
+							seenSel[sel.ID] = true
+							selections = append(selections, sel)
+						}
+					case policy.PeerIPBlock:
+						if key := peer.Block.String(); !seenBlock[key] {
+							seenBlock[key] = true
+							blocks = append(blocks, peer.Block)
+						}
+					}
+				}
+			}
+		}
+	}
+	slices.SortFunc(selections, func(a, b engine.Selection) int { return cmp.Compare(a.ID, b.ID) })
+	keys := make([]strings.Builder, len(s.classes))
+	s.fam = make([]uint8, len(s.classes))
+	s.base = make([]string, len(s.classes))
+	for c, members := range s.classes {
+		s.base[c], s.fam[c] = classBase(members, s.relative)
+		keys[c].WriteString(s.base[c])
+		keys[c].WriteByte('|')
+	}
+	for _, sel := range selections {
+		for _, c := range s.selectionClasses(sel) {
+			keys[c].WriteString(strconv.Itoa(int(sel.ID)))
+			keys[c].WriteByte(',')
+		}
+	}
+	for c, members := range s.classes {
+		keys[c].WriteByte('|')
+		for fam, like := range familyAddr {
+			ip, ok := members[0].IP(like)
+			for i, b := range blocks {
+				if ok && b.Contains(ip) {
+					keys[c].WriteString(strconv.Itoa(fam) + ":" + strconv.Itoa(i) + ",")
+				}
+			}
+		}
+	}
+	s.groupOf = make([]int32, len(s.classes))
+	ids := map[string]int32{}
+	for c := range s.classes {
+		k := keys[c].String()
+		g, ok := ids[k]
+		if !ok {
+			g = int32(len(s.groupFam))
+			ids[k] = g
+			s.groupFam = append(s.groupFam, s.fam[c])
+			s.groupBase = append(s.groupBase, s.base[c])
+		}
+		s.groupOf[c] = g
+	}
+	all := make([]int32, len(s.classes))
+	for c := range all {
+		all[c] = int32(c)
+	}
+	s.allGroups = s.histogramOf(all)
 }
 
 // portReps cuts each protocol's port space at every bound a rule names and
@@ -148,20 +286,21 @@ func portReps(set *policy.Set, pods []*state.Pod) []l4.Port {
 	return out
 }
 
-// rulePorts returns the representative ports r can match for some pod.
-func (s *space) rulePorts(r *policy.Rule) []l4.Port {
-	if r.AllPorts {
-		return s.ports
+// rulePorts returns the representative ports r can match for some pod, as
+// indexes into s.ports (in its order, which is lint's order of ports).
+func (s *space) rulePorts(r *policy.Rule) []int {
+	if ports, ok := s.portsOfRule[r]; ok {
+		return ports
 	}
-	var out []l4.Port
-	for _, port := range s.ports {
-		for _, pm := range r.Ports {
-			if (pm.Named == "" && pm.Range.Contains(port)) || (pm.Named != "" && s.named[pm.Named][port]) {
-				out = append(out, port)
-				break
-			}
+	var out []int
+	for i, port := range s.ports {
+		if r.AllPorts || slices.ContainsFunc(r.Ports, func(pm policy.PortMatch) bool {
+			return (pm.Named == "" && pm.Range.Contains(port)) || (pm.Named != "" && s.named[pm.Named][port])
+		}) {
+			out = append(out, i)
 		}
 	}
+	s.portsOfRule[r] = out
 	return out
 }
 
@@ -181,51 +320,6 @@ func pair(a, b []*state.Pod, same bool) (*state.Pod, *state.Pod, int, bool) {
 // flow is src -> dst on port, as the matrix builds it (Engine.PodFlow).
 func (s *space) flow(src, dst *state.Pod, port l4.Port) (engine.Flow, bool) {
 	return s.e.PodFlow(src, dst, port)
-}
-
-// visit calls fn for every flow from or to a pod of class subject (by dir:
-// egress flows leave it, ingress flows enter it), to or from every class, on
-// every port of ports, with the number of pod pairs the flow stands for.
-// fn returns false to stop.
-func (s *space) visit(subject int, dir policy.Direction, ports []l4.Port, fn func(f engine.Flow, weight int) bool) {
-	for peer := range s.classes {
-		a, b, weight, ok := pair(s.classes[subject], s.classes[peer], subject == peer)
-		if !ok {
-			continue
-		}
-		src, dst := a, b
-		if dir == policy.Ingress {
-			src, dst = b, a
-		}
-		f, ok := s.flow(src, dst, l4.Port{})
-		if !ok {
-			continue
-		}
-		for _, port := range ports {
-			f.Port = port
-			if !fn(f, weight) {
-				return
-			}
-		}
-	}
-}
-
-// ruleFlows calls fn for every flow r matches, from the pods of the given
-// subject classes; fn returns false to stop.
-func (l *linter) ruleFlows(r *policy.Rule, subjects []int, fn func(f engine.Flow, weight int) bool) {
-	ports := l.space.rulePorts(r)
-	stopped := false
-	for _, sc := range subjects {
-		l.space.visit(sc, r.Dir, ports, func(f engine.Flow, weight int) bool {
-			if l.e.RuleMatches(r, f) && !fn(f, weight) {
-				stopped = true
-			}
-			return !stopped
-		})
-		if stopped {
-			return
-		}
-	}
 }
 
 // ruleField is the path of a rule: spec.ingress[0].

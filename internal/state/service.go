@@ -62,6 +62,10 @@ type ServicePort struct {
 	Backends []Backend
 }
 
+// String is the port as messages write it: "web=80/tcp", or "80/tcp"
+// without a name.
+func (sp ServicePort) String() string { return namedPort(sp.Name, sp.Port) }
+
 // Backend is where a Service port leads: an address and the port there.
 // Pod is nil for an address that no pod of the input owns (an
 // EndpointSlice may name any address).

@@ -34,6 +34,17 @@ type ContainerPort struct {
 	Port l4.Port
 }
 
+// String is the port as messages and keys write it: "http=8080/tcp", or
+// "8080/tcp" without a name.
+func (cp ContainerPort) String() string { return namedPort(cp.Name, cp.Port) }
+
+func namedPort(name string, port l4.Port) string {
+	if name == "" {
+		return port.String()
+	}
+	return name + "=" + port.String()
+}
+
 // Pod is what policy needs of a pod.
 type Pod struct {
 	ID          int32 // index in Cluster.Pods
