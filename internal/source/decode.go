@@ -102,6 +102,8 @@ type Decoder struct {
 	// Documents counts the documents decoded so far; another goroutine may
 	// read it (the CLI's progress line).
 	Documents atomic.Int64
+
+	fastYAML yamlToJSON // its buffers serve one document after another
 }
 
 // Decode reads every document of data (YAML, multi-document YAML, or JSON).
@@ -146,6 +148,9 @@ func (d *Decoder) toJSON(origin diag.Origin, doc []byte) ([]byte, error) {
 	trimmed := bytes.TrimSpace(doc)
 	if len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed) {
 		return trimmed, nil
+	}
+	if js, ok := d.fastYAML.convert(doc); ok {
+		return js, nil
 	}
 	// One parse in the common case: the strict converter's output is the
 	// same when it succeeds; only a failure (a duplicate key, or input that
