@@ -224,23 +224,27 @@ func splitYAML(data []byte) [][]byte {
 }
 
 type header struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
-	Items []json.RawMessage `json:"items"`
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   headerMetadata    `json:"metadata"`
+	Items      []json.RawMessage `json:"items"`
+}
+
+type headerMetadata struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
 }
 
 // decodeObject decodes one object, or the items of a list. implied is the
 // apiVersion and kind of an item that names neither: a typed list's items.
 func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) []Object {
-	var h header
-	if err := json.Unmarshal(js, &h); err != nil {
-		field, msg := explainJSONError(err)
-		d.report(origin, "", field, "not a Kubernetes object: %s", msg)
-		return nil
+	h, ok := peekHeader(js)
+	if !ok {
+		if err := json.Unmarshal(js, &h); err != nil {
+			field, msg := explainJSONError(err)
+			d.report(origin, "", field, "not a Kubernetes object: %s", msg)
+			return nil
+		}
 	}
 	if h.Kind == "" && h.APIVersion == "" {
 		h.APIVersion, h.Kind = implied.apiVersion, implied.kind
