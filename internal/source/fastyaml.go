@@ -208,7 +208,7 @@ func (c *yamlToJSON) key(p, end int) (afterColon int, ok bool) {
 	var keyEnd int // after the key's text or closing quote
 	switch src[p] {
 	case '"', '\'':
-		if keyEnd, ok = c.quoted(p, end, true); !ok {
+		if keyEnd, _, ok = c.quoted(p, end, quotedKey); !ok {
 			return 0, false
 		}
 		for keyEnd < end && src[keyEnd] == ' ' {
@@ -288,14 +288,18 @@ func (c *yamlToJSON) blockValue(p, end, indent int, inMapping bool) bool {
 	var after int
 	var ok bool
 	switch src[p] {
+	case '|', '>':
+		return c.blockScalar(p, end, indent)
 	case '{', '[':
 		c.depth++
 		after, ok = c.flowCollection(p, end)
 		c.depth--
 	case '"', '\'':
-		after, ok = c.quoted(p, end, false)
+		// A quoted scalar may go on over lines: it ends on the line of
+		// its closing quote.
+		after, end, ok = c.quoted(p, end, quotedValue)
 	default:
-		after, ok = c.plainValue(p, end)
+		return c.plainValue(p, end, indent)
 	}
 	if !ok {
 		return false
@@ -310,27 +314,182 @@ func (c *yamlToJSON) blockValue(p, end, indent int, inMapping bool) bool {
 	return true
 }
 
-// plainValue writes the block plain scalar at p, which must end on its
-// line: a line more indented than the key below it would continue it, and
-// the caller's loop refuses such a line.
-func (c *yamlToJSON) plainValue(p, end int) (after int, ok bool) {
+// blockScalar converts the literal (|) or folded (>) block scalar whose
+// header is at p on the line ending at end, and consumes its lines. parent
+// is the indentation of the node that holds it (the column of the key or
+// of the '-'): content lines must be deeper. It follows go-yaml's scanner
+// step by step: the indentation is the deepest of the leading empty lines
+// and the first content line unless the header gives it; a line indented
+// further keeps its extra spaces (and, folded, its line break); empty
+// lines are line breaks; the chomping indicator decides the final breaks.
+func (c *yamlToJSON) blockScalar(p, end, parent int) bool {
+	src := c.src
+	literal := src[p] == '|'
+	chomp, increment := 0, 0 // chomp: -1 strip, 0 clip, +1 keep
+	q := p + 1
+	for range 2 { // the two indicators, in either order
+		switch {
+		case q == end:
+		case (src[q] == '+' || src[q] == '-') && chomp == 0:
+			chomp = 1
+			if src[q] == '-' {
+				chomp = -1
+			}
+			q++
+		case src[q] >= '1' && src[q] <= '9' && increment == 0:
+			increment = int(src[q] - '0')
+			q++
+		}
+	}
+	q = skipSpaces(src, q, end)
+	if q < end && !(src[q] == '#' && src[q-1] == ' ') {
+		return false // "|0", "|x", "|#c": left to the full parser
+	}
+	indent := 0
+	if increment > 0 {
+		indent = parent + increment
+	}
+
+	pos := nextLine(src, end)
+	// emptyLines counts the line breaks of empty lines not yet written.
+	// scanEmptyLines consumes empty lines up to the next content line and
+	// returns the column where that line's content starts (spaces up to
+	// the indentation, once known, are indentation; beyond it, content).
+	emptyLines, maxIndent := 0, 0
+	scanEmptyLines := func() (col int, atEOF bool) {
+		for {
+			if pos >= len(src) {
+				return 0, true
+			}
+			lend := lineEnd(src, pos)
+			col = 0
+			for pos+col < lend && src[pos+col] == ' ' && (indent == 0 || col < indent) {
+				col++
+			}
+			maxIndent = max(maxIndent, col)
+			if pos+col < lend {
+				return col, false
+			}
+			if lend == len(src) {
+				return col, true // spaces up to the end: no line break
+			}
+			emptyLines++
+			pos = lend + 1
+		}
+	}
+	col, atEOF := scanEmptyLines()
+	if indent == 0 {
+		indent = max(maxIndent, parent+1, 1)
+	}
+
+	text := c.scratch[:0]
+	leadingBreak, leadingBlank := false, false
+	for col == indent && !atEOF {
+		at := pos + col
+		lend := lineEnd(src, pos)
+		trailingBlank := src[at] == ' '
+		if !literal && !leadingBlank && !trailingBlank && leadingBreak {
+			if emptyLines == 0 {
+				text = append(text, ' ') // folded: a line break between two lines is a space
+			}
+		} else if leadingBreak {
+			text = append(text, '\n')
+		}
+		for ; emptyLines > 0; emptyLines-- {
+			text = append(text, '\n')
+		}
+		leadingBlank = trailingBlank
+		text = append(text, src[at:lend]...)
+		leadingBreak = lend < len(src)
+		pos = nextLine(src, lend)
+		col, atEOF = scanEmptyLines()
+	}
+	if chomp != -1 && leadingBreak {
+		text = append(text, '\n')
+	}
+	if chomp == 1 {
+		for ; emptyLines > 0; emptyLines-- {
+			text = append(text, '\n')
+		}
+	}
+	c.scratch = text
+	c.out = appendJSONString(c.out, text)
+	c.pos = pos
+	return true
+}
+
+// plainValue writes the block plain scalar at p and consumes its lines.
+// It goes on over the lines below that are deeper than parent (the
+// column of the key or the '-'), as kubectl writes a long string with
+// spaces: go-yaml folds each line break into a space, and empty lines
+// between into line breaks. A comment ends it.
+func (c *yamlToJSON) plainValue(p, end, parent int) bool {
 	src := c.src
 	if !plainMayStart(src, p, end, false) {
-		return 0, false
+		return false
 	}
+	line, comment, ok := plainLine(src, p, end)
+	if !ok {
+		return false
+	}
+	pos := nextLine(src, end)
+	text, copied := line, false // the first line's text stays in place until a second line comes
+	for !comment {
+		empty := 0
+		next, col := pos, 0
+		for next < len(src) {
+			lend := lineEnd(src, next)
+			for col = 0; next+col < lend && src[next+col] == ' '; col++ {
+			}
+			if next+col < lend || lend == len(src) {
+				break
+			}
+			empty++
+			next = lend + 1
+		}
+		if next >= len(src) || col <= parent || next+col == len(src) || src[next+col] == '#' {
+			break
+		}
+		lend := lineEnd(src, next)
+		if line, comment, ok = plainLine(src, next+col, lend); !ok {
+			return false
+		}
+		if !copied {
+			text, copied = append(c.scratch[:0], text...), true
+		}
+		if empty == 0 {
+			text = append(text, ' ')
+		}
+		for ; empty > 0; empty-- {
+			text = append(text, '\n')
+		}
+		text = append(text, line...)
+		pos = nextLine(src, lend)
+	}
+	if copied {
+		c.scratch = text
+	}
+	var kind plainKind
+	c.out, kind = appendPlainScalar(c.out, text)
+	c.pos = pos
+	return kind != plainUnsupported
+}
+
+// plainLine returns the text of a plain scalar on the line from p to end,
+// without trailing spaces, and whether a comment ends it. ": " makes it
+// fail: go-yaml takes that for a mapping where none may be.
+func plainLine(src []byte, p, end int) (text []byte, comment, ok bool) {
 	i := p
 	for ; i < end; i++ {
 		if src[i] == ':' && (i+1 == end || src[i+1] == ' ') {
-			return 0, false // "a: b: c" is an error to go-yaml
+			return nil, false, false
 		}
-		if src[i] == '#' && src[i-1] == ' ' {
+		if src[i] == '#' && i > p && src[i-1] == ' ' {
+			comment = true
 			break
 		}
 	}
-	text := trimTrailingSpaces(src[p:i])
-	var kind plainKind
-	c.out, kind = appendPlainScalar(c.out, text)
-	return i, kind != plainUnsupported
+	return trimTrailingSpaces(src[p:i]), comment, true
 }
 
 // plainMayStart applies go-yaml's rule for the first character of a plain
@@ -516,7 +675,7 @@ func (c *yamlToJSON) flowKey(p, end int) (int, bool) {
 	}
 	switch src[p] {
 	case '"', '\'':
-		after, ok := c.quoted(p, end, true)
+		after, _, ok := c.quoted(p, end, quotedKey)
 		if !ok {
 			return 0, false
 		}
@@ -571,7 +730,8 @@ func (c *yamlToJSON) flowNode(p, end int) (int, bool) {
 		defer func() { c.depth-- }()
 		return c.flowCollection(p, end)
 	case '"', '\'':
-		return c.quoted(p, end, false)
+		after, _, ok := c.quoted(p, end, quotedFlow)
+		return after, ok
 	}
 	if !plainMayStart(src, p, end, true) {
 		return 0, false
@@ -594,37 +754,86 @@ func (c *yamlToJSON) flowNode(p, end int) (int, bool) {
 	return i, kind != plainUnsupported
 }
 
-// quoted writes the single- or double-quoted scalar at p, which must
-// close on its line, and returns the position after the closing quote.
-// As a key it must need no escaping in JSON (see sortEntries).
-func (c *yamlToJSON) quoted(p, end int, asKey bool) (int, bool) {
+// quotedUse says where a quoted scalar stands: a key must be on one line
+// and need no escaping in JSON (see sortEntries); a flow collection must
+// be on one line; a block value may go on over lines.
+type quotedUse uint8
+
+const (
+	quotedKey quotedUse = iota
+	quotedFlow
+	quotedValue
+)
+
+// quoted writes the single- or double-quoted scalar at p, on the line
+// that ends at end, and returns the position after the closing quote and
+// the end of its line. Over several lines, as go-yaml's scanner does, it
+// drops the spaces around each line break and folds the break into a
+// space, or into line breaks where empty lines follow; in double quotes a
+// backslash before the break joins the lines without a space.
+func (c *yamlToJSON) quoted(p, end int, use quotedUse) (after, closingLineEnd int, ok bool) {
 	src := c.src
 	quote := src[p]
+	asKey := use == quotedKey
 	c.out = append(c.out, '"')
-	for i := p + 1; i < end; {
+	kept := len(c.out) // the output up to the last character that is not a space
+	for i := p + 1; ; {
+		if i == end {
+			// The scalar goes on to the next line.
+			if use != quotedValue || end == len(src) {
+				return 0, 0, false
+			}
+			c.out = c.out[:kept]
+			var empty int
+			i, end, empty = skipLineBreaks(src, end+1)
+			if i == len(src) {
+				return 0, 0, false
+			}
+			if empty == 0 {
+				c.out = append(c.out, ' ')
+			}
+			for ; empty > 0; empty-- {
+				c.out = append(c.out, `\n`...)
+			}
+			kept = len(c.out)
+			continue
+		}
 		ch := src[i]
 		switch {
 		case ch == quote && quote == '\'' && i+1 < end && src[i+1] == '\'':
 			if asKey {
-				return 0, false
+				return 0, 0, false
 			}
 			c.out = append(c.out, '\'')
 			i += 2
 		case ch == quote:
 			c.out = append(c.out, '"')
-			return i + 1, true
+			return i + 1, end, true
+		case ch == '\\' && quote == '"' && i+1 == end:
+			// An escaped line break: the lines join without a space.
+			if use != quotedValue || end == len(src) {
+				return 0, 0, false
+			}
+			var empty int
+			i, end, empty = skipLineBreaks(src, end+1)
+			if i == len(src) {
+				return 0, 0, false
+			}
+			for ; empty > 0; empty-- {
+				c.out = append(c.out, `\n`...)
+			}
 		case ch == '\\' && quote == '"':
 			if asKey {
-				return 0, false
+				return 0, 0, false
 			}
 			r, n, ok := yamlEscape(src[i+1 : end])
 			if !ok {
-				return 0, false
+				return 0, 0, false
 			}
 			c.out = appendJSONRune(c.out, r)
 			i += 1 + n
 		case asKey && (ch == '"' || ch == '\\' || ch == '<' || ch == '>' || ch == '&'):
-			return 0, false
+			return 0, 0, false
 		case jsonEscapes(ch):
 			c.out = appendJSONRune(c.out, rune(ch))
 			i++
@@ -635,10 +844,30 @@ func (c *yamlToJSON) quoted(p, end int, asKey bool) (int, bool) {
 				j++
 			}
 			c.out = append(c.out, src[i:j]...)
+			if text := trimTrailingSpaces(src[i:j]); len(text) > 0 {
+				kept = len(c.out) - (j - i - len(text))
+			}
 			i = j
+			continue
 		}
+		kept = len(c.out) // after an escape or a quote: not a space
 	}
-	return 0, false // the scalar goes on to the next line
+}
+
+// skipLineBreaks skips, from the start of a line, the spaces that begin
+// it and the empty lines among them, and returns where the text goes on,
+// the end of that line, and how many empty lines it skipped.
+func skipLineBreaks(src []byte, pos int) (at, end, empty int) {
+	for pos < len(src) {
+		end = lineEnd(src, pos)
+		at = skipSpaces(src, pos, end)
+		if at < end || end == len(src) {
+			return at, end, empty
+		}
+		empty++
+		pos = end + 1
+	}
+	return len(src), len(src), empty
 }
 
 // yamlEscape reads the escape after a backslash in a double-quoted scalar
