@@ -104,6 +104,11 @@ type Decoder struct {
 	Documents atomic.Int64
 
 	fastYAML yamlToJSON // its buffers serve one document after another
+
+	// ignored counts the objects of kinds netpol does not read, reported
+	// in one finding at Diags[ignoredFinding-1] (0: none yet).
+	ignored        ignoredObjects
+	ignoredFinding int
 }
 
 // Decode reads every document of data (YAML, multi-document YAML, or JSON).
@@ -114,7 +119,30 @@ func (d *Decoder) Decode(file string, data []byte) []Object {
 		out = append(out, d.decodeDocument(docOrigin(file, i, len(docs)), doc)...)
 		d.Documents.Add(1)
 	}
+	d.reportIgnored()
 	return out
+}
+
+// reportIgnored keeps the one finding that counts the ignored objects up
+// to date: added the first time, rewritten after each input.
+func (d *Decoder) reportIgnored() {
+	if len(d.ignored.byKind) == 0 {
+		return
+	}
+	f := d.ignored.finding()
+	if i := d.ignoredFinding - 1; i >= 0 && i < len(d.Diags) && strings.HasPrefix(d.Diags[i].Message, "ignored ") {
+		d.Diags[i] = f
+		return
+	}
+	d.Diags = append(d.Diags, f)
+	d.ignoredFinding = len(d.Diags)
+}
+
+// skips reports whether objects of kind are ignored whatever their
+// apiVersion, so that a document of that kind need not be decoded. A kind
+// ending in "List" may hold items netpol reads.
+func skips(kind string) bool {
+	return !knownKinds[kind] && !strings.HasSuffix(kind, "List")
 }
 
 // docOrigin names the i-th of n documents of file (a file of one document
@@ -128,6 +156,10 @@ func docOrigin(file string, i, n int) diag.Origin {
 
 // decodeDocument decodes one document of a stream.
 func (d *Decoder) decodeDocument(origin diag.Origin, doc []byte) []Object {
+	if kind, ok := peekYAMLKind(doc, skips); ok {
+		d.ignored.add(kind, origin.File, 1)
+		return nil
+	}
 	js, err := d.toJSON(origin, doc)
 	if err != nil {
 		d.report(origin, "", "", "not valid YAML or JSON: %v", err)
@@ -273,6 +305,10 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 		}
 		return out
 	}
+	if !knownKinds[h.Kind] {
+		d.ignored.add(h.Kind, origin.File, 1) // whatever else it holds: it is not read
+		return nil
+	}
 	obj := Object{Origin: origin, Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name}
 	if h.Metadata.Name == "" {
 		d.report(origin, obj.Ref(), "metadata.name", "Required value")
@@ -289,12 +325,7 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 			return nil
 		}
 	default:
-		if d.knownKind(h.Kind) {
-			d.report(origin, obj.Ref(), "apiVersion", "unsupported apiVersion %q for kind %s (want %s)", h.APIVersion, h.Kind, d.wantVersion(h.Kind))
-		} else {
-			d.Diags = append(d.Diags, diag.Diagnostic{Severity: diag.Warning, Origin: origin, Object: obj.Ref(),
-				Message: "ignored: netpol does not read this kind"})
-		}
+		d.report(origin, obj.Ref(), "apiVersion", "unsupported apiVersion %q for kind %s (want %s)", h.APIVersion, h.Kind, wantVersion(h.Kind))
 		return nil
 	}
 	strict, err := kjson.UnmarshalStrict(js, value, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
@@ -332,11 +363,19 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 	return []Object{obj}
 }
 
-func (d *Decoder) knownKind(kind string) bool {
-	return d.wantVersion(kind) != ""
-}
+// knownKinds are the kinds netpol reads, in some apiVersion.
+var knownKinds = func() map[string]bool {
+	known := map[string]bool{}
+	for k := range constructors {
+		known[k.kind] = true
+	}
+	for kind := range adminKinds {
+		known[kind] = true
+	}
+	return known
+}()
 
-func (d *Decoder) wantVersion(kind string) string {
+func wantVersion(kind string) string {
 	if adminKinds[kind] {
 		return policyGroup + "/v1alpha1"
 	}

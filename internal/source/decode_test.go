@@ -230,15 +230,33 @@ func TestDecode(t *testing.T) {
 			in:   "---\n---\n# nothing\n",
 		},
 		{
-			name: "unknown kind is a warning",
+			// Issue 15: a dump holds thousands of objects netpol does not
+			// read; they are counted in one finding, not one warning each.
+			name: "unknown kinds are counted in one warning",
 			in: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: x}\ndata: {a: b}\n---\n" +
 				"apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\n" +
-				"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\n",
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\n---\n" +
+				`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "json"}}` + "\n---\n" +
+				"apiVersion: v1\nkind: ConfigMapList\nitems: [{metadata: {name: c1}}, {metadata: {name: c2}}]\n",
 			objs: []wantObj{{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: at(3, 0)}},
 			diags: []wantDiag{
-				{diag.Warning, "", "does not read this kind"},
-				{diag.Warning, "", "does not read this kind"},
+				{diag.Warning, "", "ignored 5 objects of kinds netpol does not read: ConfigMap 4, Widget 1"},
 			},
+		},
+		{
+			name:  "one object of a kind netpol does not read",
+			in:    "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n",
+			diags: []wantDiag{{diag.Warning, "", "ignored 1 object of a kind netpol does not read: Secret"}},
+		},
+		{
+			// Not decoded, so not judged: whatever an object of a kind
+			// netpol does not read holds (no name, YAML the fast path
+			// leaves to go-yaml), it is only counted.
+			name: "objects of unknown kinds are not decoded",
+			in: "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n---\n" +
+				"apiVersion: v1\nkind: ConfigMap\nmetadata: &m {name: a}\nother: *m\ndata:\n  a: !!binary aGk=\n---\n" +
+				`{"apiVersion": "v1", "kind": "Event"}`,
+			diags: []wantDiag{{diag.Warning, "", "ignored 3 objects of kinds netpol does not read: ConfigMap 2, Event 1"}},
 		},
 		{
 			name:  "known kind with a wrong apiVersion",
@@ -695,3 +713,29 @@ func TestLoad(t *testing.T) {
 type failingReader struct{}
 
 func (failingReader) Read([]byte) (int, error) { return 0, fmt.Errorf("device gone") }
+
+// TestLoadIgnoredKindsOneFinding: over every file of a run, the objects of
+// kinds netpol does not read make one finding, counted by kind, most
+// frequent first.
+func TestLoadIgnoredKindsOneFinding(t *testing.T) {
+	dir := t.TempDir()
+	cm := strings.Repeat("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: x}\ndata:\n  config: |\n    a: b\n---\n", 1001)
+	files := map[string]string{
+		"a.yaml": cm + "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\n",
+		"b.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: x}\n---\napiVersion: v1\nkind: Event\nmetadata: {name: e, namespace: x}\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dec := &source.Decoder{}
+	objs, err := dec.Load([]string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkObjects(t, objs, []wantObj{{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: diag.Origin{File: filepath.Join(dir, "a.yaml"), Doc: 1002}}})
+	if len(dec.Diags) != 1 || dec.Diags[0].String() != "ignored 1,003 objects of kinds netpol does not read: ConfigMap 1,001, Event 1, Secret 1" {
+		t.Errorf("%d findings, the first %v; want one", len(dec.Diags), dec.Diags[:min(len(dec.Diags), 1)])
+	}
+}
