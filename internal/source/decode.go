@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -328,7 +329,14 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 		d.report(origin, obj.Ref(), "apiVersion", "unsupported apiVersion %q for kind %s (want %s)", h.APIVersion, h.Kind, wantVersion(h.Kind))
 		return nil
 	}
-	strict, err := kjson.UnmarshalStrict(js, value, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	var strict []error
+	var err error
+	if !fastDecode(js, value) {
+		// The fast path gave up, perhaps half way: kjson decodes a fresh
+		// value and says what is wrong, if anything.
+		value = reflect.New(reflect.TypeOf(value).Elem()).Interface()
+		strict, err = kjson.UnmarshalStrict(js, value, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	}
 	if err != nil {
 		field, msg := explainJSONError(err)
 		d.report(origin, obj.Ref(), field, "%s", msg)

@@ -2,6 +2,7 @@ package source
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -50,28 +51,44 @@ func (c *yamlToJSON) convert(doc []byte) ([]byte, bool) {
 // like one), and a directive ('%' cannot start a key either).
 func fastYAMLCharacters(doc []byte) bool {
 	for i := 0; i < len(doc); {
+		// Eight bytes at a time while they are all printable ASCII (no
+		// byte below ' ', which '\n' is, nor from 0x7f up).
+		for i+8 <= len(doc) {
+			x := binary.LittleEndian.Uint64(doc[i:])
+			const ones, highs = 0x0101010101010101, 0x8080808080808080
+			if (x-ones*' ')&^x&highs != 0 || ((x+ones)|x)&highs != 0 {
+				break
+			}
+			i += 8
+		}
+		if i == len(doc) {
+			break
+		}
 		b := doc[i]
-		if b < utf8.RuneSelf {
-			if (b < ' ' && b != '\n') || b == 0x7f {
-				return false
-			}
-			if (b == '-' || b == '.') && (i == 0 || doc[i-1] == '\n') && i+2 < len(doc) && doc[i+1] == b && doc[i+2] == b {
-				return false
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRune(doc[i:])
 		switch {
-		case r == utf8.RuneError && size == 1, // not UTF-8
-			r < 0xa0, // C1 controls, and NEL, a line break to YAML
-			r == 0x2028 || r == 0x2029, r == 0xfeff,
-			r > 0xd7ff && r < 0xe000, r == 0xfffe || r == 0xffff:
+		case b >= ' ' && b < 0x7f:
+			i++
+		case b == '\n':
+			i++
+			if i+3 <= len(doc) && (doc[i] == '-' || doc[i] == '.') && doc[i+1] == doc[i] && doc[i+2] == doc[i] {
+				return false
+			}
+		case b < utf8.RuneSelf:
 			return false
+		default:
+			r, size := utf8.DecodeRune(doc[i:])
+			switch {
+			case r == utf8.RuneError && size == 1, // not UTF-8
+				r < 0xa0, // C1 controls, and NEL, a line break to YAML
+				r == 0x2028 || r == 0x2029, r == 0xfeff,
+				r > 0xd7ff && r < 0xe000, r == 0xfffe || r == 0xffff:
+				return false
+			}
+			i += size
 		}
-		i += size
 	}
-	return true
+	// The first line, which no line feed comes before.
+	return !(len(doc) >= 3 && (doc[0] == '-' || doc[0] == '.') && doc[1] == doc[0] && doc[2] == doc[0])
 }
 
 // maxFastDepth bounds the nesting the converter follows; deeper documents
@@ -260,7 +277,12 @@ func (c *yamlToJSON) plainKey(text []byte) bool {
 	if c.out, kind = appendPlainScalar(c.out, text); kind != plainString {
 		return false
 	}
-	return !bytes.ContainsAny(text, `"\<>&`) // see sortEntries: a key's JSON is its text
+	for _, b := range text {
+		if jsonEscapes(b) {
+			return false // see sortEntries: a key's JSON is its text
+		}
+	}
+	return true
 }
 
 // blockValue converts what follows a mapping key's ':' (or a sequence
