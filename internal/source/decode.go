@@ -8,7 +8,9 @@ import (
 	"io"
 	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -104,7 +106,8 @@ type Decoder struct {
 	// read it (the CLI's progress line).
 	Documents atomic.Int64
 
-	fastYAML yamlToJSON // its buffers serve one document after another
+	fastYAML yamlToJSON    // its buffers serve one document after another
+	progress *atomic.Int64 // a worker's: the Documents of the Decoder it works for
 
 	// ignored counts the objects of kinds netpol does not read, reported
 	// in one finding at Diags[ignoredFinding-1] (0: none yet).
@@ -113,15 +116,59 @@ type Decoder struct {
 }
 
 // Decode reads every document of data (YAML, multi-document YAML, or JSON).
+// A large stream is decoded on every CPU, a slice of its documents each;
+// objects and findings come out in the order of the documents all the
+// same.
 func (d *Decoder) Decode(file string, data []byte) []Object {
-	var out []Object
 	docs := SplitDocuments(data)
-	for i, doc := range docs {
-		out = append(out, d.decodeDocument(docOrigin(file, i, len(docs)), doc)...)
-		d.Documents.Add(1)
+	workers := min(runtime.GOMAXPROCS(0), len(docs)/minDocumentsPerWorker)
+	if workers < 2 {
+		out := d.decodeDocuments(file, docs, 0, len(docs))
+		d.reportIgnored()
+		return out
+	}
+	parts := make([]*Decoder, workers)
+	objects := make([][]Object, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		parts[w] = &Decoder{Options: d.Options, progress: d.progressCounter()}
+		wg.Go(func() {
+			objects[w] = parts[w].decodeDocuments(file, docs, w*len(docs)/workers, (w+1)*len(docs)/workers)
+		})
+	}
+	wg.Wait()
+	var out []Object
+	for w, part := range parts {
+		out = append(out, objects[w]...)
+		d.Diags = append(d.Diags, part.Diags...)
+		d.ignored.addAll(part.ignored)
 	}
 	d.reportIgnored()
 	return out
+}
+
+// minDocumentsPerWorker keeps small inputs on one goroutine, where
+// starting others would cost more than it saves.
+const minDocumentsPerWorker = 256
+
+// decodeDocuments decodes docs[from:to] of the n documents of file.
+func (d *Decoder) decodeDocuments(file string, docs [][]byte, from, to int) []Object {
+	var out []Object
+	progress := d.progressCounter()
+	for i := from; i < to; i++ {
+		out = append(out, d.decodeDocument(docOrigin(file, i, len(docs)), docs[i])...)
+		progress.Add(1)
+	}
+	return out
+}
+
+// progressCounter is where decoded documents are counted: the Decoder's
+// own, or the one of the Decoder a worker decodes for.
+func (d *Decoder) progressCounter() *atomic.Int64 {
+	if d.progress != nil {
+		return d.progress
+	}
+	return &d.Documents
 }
 
 // reportIgnored keeps the one finding that counts the ignored objects up

@@ -119,7 +119,7 @@ func peekYAMLKind(doc []byte, skip func(kind string) bool) (kind string, ok bool
 		blockSet  // a block scalar's lines: those at blockIndent or deeper
 	)
 	block, blockParent, blockIndent, blockEmpty := noBlock, 0, 0, 0
-	var openQuote byte // the quote of a quoted scalar that goes on over lines
+	var openQuote byte      // the quote of a quoted scalar that goes on over lines
 	mustBeTopLevel := false // after kind or apiVersion: a deeper line would continue the value
 	first := true
 	for pos := 0; pos < len(doc); {
@@ -327,7 +327,7 @@ func closingQuote(line []byte, c int) int {
 
 // closingQuoteFrom finds the closing quote of a scalar quoted with quote
 // whose text goes on at i: in double quotes a backslash escapes the next
-// character (at the end of a line, the line break), in single quotes ''
+// character (at the end of a line, the line break), in single quotes ”
 // is a quote.
 func closingQuoteFrom(line []byte, i int, quote byte) int {
 	for ; i < len(line); i++ {

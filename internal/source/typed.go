@@ -74,17 +74,25 @@ type structField struct {
 const maxPlanFields = 128
 
 var (
-	planMu sync.Mutex
-	plans  = map[reflect.Type]*decodePlan{}
+	planMu     sync.Mutex
+	plans      = map[reflect.Type]*decodePlan{} // under planMu, complete or being built
+	builtPlans sync.Map                         // reflect.Type -> *decodePlan, complete
 
 	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
+// planFor returns the plan of t, built the first time. Workers decode in
+// parallel: a plan once built is read without the lock.
 func planFor(t reflect.Type) *decodePlan {
+	if p, ok := builtPlans.Load(t); ok {
+		return p.(*decodePlan)
+	}
 	planMu.Lock()
 	defer planMu.Unlock()
-	return buildPlan(t)
+	p := buildPlan(t)
+	builtPlans.Store(t, p) // complete now, with every plan it refers to
+	return p
 }
 
 // buildPlan computes the plan of t; the caller holds planMu. A plan is
@@ -474,8 +482,8 @@ func (r *jsonReader) next(closer byte) (closed, ok bool) {
 	return false, false
 }
 
-// key reads an object key and its ':'. A key with an escape is left to
-// kjson.
+// key reads an object key and its ':'. A key with an escape, or bytes
+// that are not UTF-8 (encoding/json replaces them), is left to kjson.
 func (r *jsonReader) key() ([]byte, bool) {
 	r.skipSpace()
 	if r.i >= len(r.js) || r.js[r.i] != '"' {
@@ -483,11 +491,16 @@ func (r *jsonReader) key() ([]byte, bool) {
 	}
 	start := r.i + 1
 	end := start
+	ascii := true
 	for end < len(r.js) && r.js[end] != '"' {
 		if r.js[end] == '\\' {
 			return nil, false
 		}
+		ascii = ascii && r.js[end] < utf8.RuneSelf
 		end++
+	}
+	if !ascii && !utf8.Valid(r.js[start:end]) {
+		return nil, false
 	}
 	r.i = end + 1
 	r.skipSpace()

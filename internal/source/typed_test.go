@@ -43,6 +43,8 @@ func TestFastDecode(t *testing.T) {
 		{"integer out of range", `{"spec":{"priority":2147483648}}`, false},
 		{"escaped key", `{"\u006detadata":{"name":"a"}}`, false},
 		{"surrogate escape", `{"metadata":{"name":"\ud83d\ude00"}}`, false},
+		{"label key that is not UTF-8", "{\"metadata\":{\"labels\":{\"\xff\":\"\"}}}", false},
+		{"label value that is not UTF-8", "{\"metadata\":{\"labels\":{\"a\":\"\xff\"}}}", false},
 		{"bad quantity", `{"spec":{"overhead":{"cpu":"lots"}}}`, false},
 		{"byte slice", `{"metadata":{"name":"a"},"data":{"x":"aGk="}}`, false},
 	}
