@@ -1,13 +1,16 @@
 package source
 
-import "bytes"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // peekHeader reads the header of js, a valid JSON document, as
 // json.Unmarshal into a header would, without decoding the rest of it:
 // json.Unmarshal validates and walks the whole object first, which cost as
 // much as converting the YAML. It gives up (ok false) wherever the two
 // readings could differ or json.Unmarshal has a message to give: a header
-// field that is not a string without escapes, a key that matches a header
+// field that is not a UTF-8 string without escapes, a key that matches a header
 // field only when case is ignored (json.Unmarshal takes it), a header key
 // written twice, a list's items.
 func peekHeader(js []byte) (h header, ok bool) {
@@ -41,8 +44,8 @@ func peekHeader(js []byte) (h header, ok bool) {
 
 // setOnce sets *dst to the JSON string value the first time.
 func setOnce(seen *bool, dst *string, value []byte) bool {
-	if *seen || len(value) < 2 || value[0] != '"' || bytes.IndexByte(value, '\\') >= 0 {
-		return false
+	if *seen || len(value) < 2 || value[0] != '"' || bytes.IndexByte(value, '\\') >= 0 || !utf8.Valid(value) {
+		return false // json.Unmarshal unescapes, and replaces bytes that are not UTF-8
 	}
 	*seen = true
 	*dst = string(value[1 : len(value)-1])

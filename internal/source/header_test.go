@@ -17,6 +17,7 @@ func TestPeekHeader(t *testing.T) {
 		{"key with the Kelvin sign", `{"apiVersion":"v1","` + "\u212a" + `ind":"Pod"}`, header{}},
 		{"escaped key", `{"apiVersion":"v1","\u006bind":"Pod"}`, header{}},
 		{"escaped value", `{"apiVersion":"v1","kind":"P\u006fd"}`, header{}},
+		{"value that is not UTF-8", "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"\xff\"}}", header{}},
 		{"duplicate", `{"kind":"Pod","kind":"Namespace"}`, header{}},
 		{"duplicate metadata", `{"kind":"Pod","metadata":{"name":"a"},"metadata":{"namespace":"x"}}`, header{}},
 		{"name in another case", `{"kind":"Pod","metadata":{"Name":"a"}}`, header{}},
