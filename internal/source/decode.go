@@ -151,7 +151,7 @@ func (d *Decoder) Decode(file string, data []byte) []Object {
 // starting others would cost more than it saves.
 const minDocumentsPerWorker = 256
 
-// decodeDocuments decodes docs[from:to] of the n documents of file.
+// decodeDocuments decodes docs[from:to], the documents of file.
 func (d *Decoder) decodeDocuments(file string, docs [][]byte, from, to int) []Object {
 	var out []Object
 	progress := d.progressCounter()
