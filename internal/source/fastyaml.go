@@ -12,13 +12,14 @@ import (
 // convert converts one YAML document to the very bytes that
 // sigs.k8s.io/yaml's YAMLToJSONStrict gives for it (go-yaml v2 typing,
 // keys sorted, json.Marshal's escaping), or reports false. It reads the
-// subset that kubectl writes and people write by hand: block mappings and
-// sequences, flow collections on one line, plain and quoted scalars on
-// one line, comments. Everything else (anchors and aliases, tags, block
-// scalars, scalars over several lines, complex keys, tabs, carriage
-// returns, duplicate keys, keys that are not strings, ...) makes it give
-// up, and the caller asks the full parser, so that what the fast path
-// does not handle keeps its exact result and error message.
+// YAML that kubectl writes and people write by hand: block mappings and
+// sequences, flow collections on one line, plain and quoted scalars (over
+// several lines too), literal and folded block scalars, comments.
+// Everything else (anchors and aliases, tags, complex keys, flow
+// collections over several lines, tabs, carriage returns, duplicate keys,
+// keys that are not strings, ...) makes it give up, and the caller asks
+// the full parser, so that what the fast path does not handle keeps its
+// exact result and error message.
 //
 // It exists because go-yaml was three quarters of the decoding time: it
 // builds a token stream, an event stream, a node tree and maps of
@@ -892,50 +893,28 @@ func skipLineBreaks(src []byte, pos int) (at, end, empty int) {
 	return len(src), len(src), empty
 }
 
+// yamlSimpleEscapes are go-yaml's one-character escapes in double
+// quotes ("\/" is none of them).
+var yamlSimpleEscapes = map[byte]rune{
+	'0': 0, 'a': '\a', 'b': '\b', 't': '\t', 'n': '\n', 'v': '\v', 'f': '\f', 'r': '\r', 'e': 0x1b,
+	' ': ' ', '"': '"', '\'': '\'', '\\': '\\', 'N': 0x85, '_': 0xa0, 'L': 0x2028, 'P': 0x2029,
+}
+
+// yamlHexEscapeDigits are the hexadecimal digits of \x, \u and \U.
+var yamlHexEscapeDigits = map[byte]int{'x': 2, 'u': 4, 'U': 8}
+
 // yamlEscape reads the escape after a backslash in a double-quoted scalar
 // as go-yaml does, and how many bytes it took.
 func yamlEscape(b []byte) (r rune, n int, ok bool) {
 	if len(b) == 0 {
 		return 0, 0, false // an escaped line break
 	}
-	digits := 0
-	switch b[0] {
-	case '0':
-		return 0, 1, true
-	case 'a':
-		return '\a', 1, true
-	case 'b':
-		return '\b', 1, true
-	case 't':
-		return '\t', 1, true
-	case 'n':
-		return '\n', 1, true
-	case 'v':
-		return '\v', 1, true
-	case 'f':
-		return '\f', 1, true
-	case 'r':
-		return '\r', 1, true
-	case 'e':
-		return 0x1b, 1, true
-	case ' ', '"', '\'', '\\':
-		return rune(b[0]), 1, true
-	case 'N':
-		return 0x85, 1, true
-	case '_':
-		return 0xa0, 1, true
-	case 'L':
-		return 0x2028, 1, true
-	case 'P':
-		return 0x2029, 1, true
-	case 'x':
-		digits = 2
-	case 'u':
-		digits = 4
-	case 'U':
-		digits = 8
-	default:
-		return 0, 0, false // "\/" too: go-yaml v2 does not know it
+	if r, ok := yamlSimpleEscapes[b[0]]; ok {
+		return r, 1, true
+	}
+	digits := yamlHexEscapeDigits[b[0]]
+	if digits == 0 {
+		return 0, 0, false
 	}
 	if len(b) < 1+digits {
 		return 0, 0, false
