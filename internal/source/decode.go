@@ -108,6 +108,10 @@ type Decoder struct {
 
 	fastYAML yamlToJSON    // its buffers serve one document after another
 	progress *atomic.Int64 // a worker's: the Documents of the Decoder it works for
+	// fullParsers turns the fast paths off (the YAML converter, the
+	// header peek, the typed decoder): the reference they are tested
+	// against.
+	fullParsers bool
 
 	// ignored counts the objects of kinds netpol does not read, reported
 	// in one finding at Diags[ignoredFinding-1] (0: none yet).
@@ -131,7 +135,7 @@ func (d *Decoder) Decode(file string, data []byte) []Object {
 	objects := make([][]Object, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
-		parts[w] = &Decoder{Options: d.Options, progress: d.progressCounter()}
+		parts[w] = &Decoder{Options: d.Options, progress: d.progressCounter(), fullParsers: d.fullParsers}
 		wg.Go(func() {
 			objects[w] = parts[w].decodeDocuments(file, docs, w*len(docs)/workers, (w+1)*len(docs)/workers)
 		})
@@ -229,8 +233,10 @@ func (d *Decoder) toJSON(origin diag.Origin, doc []byte) ([]byte, error) {
 	if len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed) {
 		return trimmed, nil
 	}
-	if js, ok := d.fastYAML.convert(doc); ok {
-		return js, nil
+	if !d.fullParsers {
+		if js, ok := d.fastYAML.convert(doc); ok {
+			return js, nil
+		}
 	}
 	// One parse in the common case: the strict converter's output is the
 	// same when it succeeds; only a failure (a duplicate key, or input that
@@ -319,7 +325,8 @@ type headerMetadata struct {
 // apiVersion and kind of an item that names neither: a typed list's items.
 func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) []Object {
 	h, ok := peekHeader(js)
-	if !ok {
+	if !ok || d.fullParsers {
+		h = header{}
 		if err := json.Unmarshal(js, &h); err != nil {
 			field, msg := explainJSONError(err)
 			d.report(origin, "", field, "not a Kubernetes object: %s", msg)
@@ -378,7 +385,7 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 	}
 	var strict []error
 	var err error
-	if !fastDecode(js, value) {
+	if d.fullParsers || !fastDecode(js, value) {
 		// The fast path gave up, perhaps half way: kjson decodes a fresh
 		// value and says what is wrong, if anything.
 		value = reflect.New(reflect.TypeOf(value).Elem()).Interface()
