@@ -108,18 +108,22 @@ func skipJSONSpace(js []byte, i int) int {
 
 // skipJSONValue returns the end of the valid JSON value that starts at i.
 func skipJSONValue(js []byte, i int) int {
+	if i < len(js) && js[i] != '"' && js[i] != '{' && js[i] != '[' {
+		// A number or a literal: up to the next delimiter.
+		for i < len(js) && !jsonDelimiters[js[i]] {
+			i++
+		}
+		return i
+	}
 	depth := 0
-	for ; i < len(js); i++ {
+	for i < len(js) {
 		switch js[i] {
 		case '"':
-			for i++; i < len(js) && js[i] != '"'; i++ {
-				if js[i] == '\\' {
-					i++
-				}
-			}
+			i = skipJSONString(js, i)
 			if depth == 0 {
-				return i + 1
+				return i
 			}
+			continue
 		case '{', '[':
 			depth++
 		case '}', ']':
@@ -127,14 +131,45 @@ func skipJSONValue(js []byte, i int) int {
 			if depth == 0 {
 				return i + 1
 			}
-			if depth < 0 {
-				return i // the end of the enclosing object: a number or literal ended
-			}
-		case ',', ' ', '\n', '\t', '\r', ':':
-			if depth == 0 {
-				return i
-			}
+		}
+		i++
+		// Inside a collection only quotes and brackets matter.
+		for i < len(js) && !jsonStructural[js[i]] {
+			i++
 		}
 	}
 	return i
+}
+
+// skipJSONString returns the end of the string whose quote is at i.
+func skipJSONString(js []byte, i int) int {
+	for i++; i < len(js); {
+		j := bytes.IndexByte(js[i:], '"')
+		if j < 0 {
+			return len(js)
+		}
+		i += j
+		// A quote after an odd number of backslashes is escaped.
+		backslashes := 0
+		for k := i - 1; k >= 0 && js[k] == '\\'; k-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return i + 1
+		}
+		i++
+	}
+	return i
+}
+
+var (
+	jsonDelimiters = byteSet(",:}] \n\t\r")
+	jsonStructural = byteSet(`"{}[]`)
+)
+
+func byteSet(chars string) (set [256]bool) {
+	for i := range len(chars) {
+		set[chars[i]] = true
+	}
+	return set
 }
