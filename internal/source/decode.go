@@ -124,18 +124,23 @@ type Decoder struct {
 // objects and findings come out in the order of the documents all the
 // same.
 func (d *Decoder) Decode(file string, data []byte) []Object {
+	out := d.decode(file, data)
+	d.reportIgnored()
+	return out
+}
+
+// decode is Decode without the finding that counts the ignored objects.
+func (d *Decoder) decode(file string, data []byte) []Object {
 	docs := SplitDocuments(data)
 	workers := min(runtime.GOMAXPROCS(0), len(docs)/minDocumentsPerWorker)
 	if workers < 2 {
-		out := d.decodeDocuments(file, docs, 0, len(docs))
-		d.reportIgnored()
-		return out
+		return d.decodeDocuments(file, docs, 0, len(docs))
 	}
 	parts := make([]*Decoder, workers)
 	objects := make([][]Object, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
-		parts[w] = &Decoder{Options: d.Options, progress: d.progressCounter(), fullParsers: d.fullParsers}
+		parts[w] = d.worker()
 		wg.Go(func() {
 			objects[w] = parts[w].decodeDocuments(file, docs, w*len(docs)/workers, (w+1)*len(docs)/workers)
 		})
@@ -144,11 +149,20 @@ func (d *Decoder) Decode(file string, data []byte) []Object {
 	var out []Object
 	for w, part := range parts {
 		out = append(out, objects[w]...)
-		d.Diags = append(d.Diags, part.Diags...)
-		d.ignored.addAll(part.ignored)
+		d.merge(part)
 	}
-	d.reportIgnored()
 	return out
+}
+
+// worker is a Decoder for another goroutine: d's options, d's progress.
+func (d *Decoder) worker() *Decoder {
+	return &Decoder{Options: d.Options, progress: d.progressCounter(), fullParsers: d.fullParsers}
+}
+
+// merge takes over the findings and counts of a worker's Decoder.
+func (d *Decoder) merge(part *Decoder) {
+	d.Diags = append(d.Diags, part.Diags...)
+	d.ignored.addAll(part.ignored)
 }
 
 // minDocumentsPerWorker keeps small inputs on one goroutine, where

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -737,5 +739,56 @@ func TestLoadIgnoredKindsOneFinding(t *testing.T) {
 	checkObjects(t, objs, []wantObj{{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: diag.Origin{File: filepath.Join(dir, "a.yaml"), Doc: 1002}}})
 	if len(dec.Diags) != 1 || dec.Diags[0].String() != "ignored 1,003 objects of kinds netpol does not read: ConfigMap 1,001, Event 1, Secret 1" {
 		t.Errorf("%d findings, the first %v; want one", len(dec.Diags), dec.Diags[:min(len(dec.Diags), 1)])
+	}
+}
+
+// TestLoadManyFiles: the files of a directory are decoded several at a
+// time, their objects and findings kept in the order of the files; a file
+// that cannot be read is the error.
+func TestLoadManyFiles(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 40 {
+		text := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: p%02d, namespace: x}\n", i)
+		switch i % 5 {
+		case 1:
+			text += "spec: {colour: red}\n" // a warning
+		case 2:
+			text += "---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\n"
+		case 3:
+			text += "---\napiVersion: v1\nkind: Pod\nmetadata: {namespace: x}\n" // an error
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d.yaml", i)), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := func(procs int) ([]source.Object, diag.List) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		dec := &source.Decoder{}
+		objs, err := dec.Load([]string{dir}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dec.Documents.Load(); got != 56 {
+			t.Errorf("%d documents counted, want 56", got)
+		}
+		return objs, dec.Diags
+	}
+	one, oneDiags := load(1)
+	four, fourDiags := load(4)
+	if len(one) != 40 || one[0].Name != "p00" || one[39].Name != "p39" {
+		t.Fatalf("objects %s", objectsText(one))
+	}
+	if !reflect.DeepEqual(one, four) || !reflect.DeepEqual(oneDiags, fourDiags) {
+		t.Errorf("one goroutine:\n%s%v\nfour:\n%s%v", objectsText(one), oneDiags, objectsText(four), fourDiags)
+	}
+	if n := len(oneDiags); n != 17 || oneDiags[n-1].String() != "ignored 8 objects of a kind netpol does not read: Secret 8" {
+		t.Errorf("%d findings, the last %v", n, oneDiags[n-1])
+	}
+
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "f20a.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&source.Decoder{}).Load([]string{dir}, nil); err == nil || !strings.Contains(err.Error(), "f20a.yaml") {
+		t.Errorf("Load = %v, want the error of f20a.yaml", err)
 	}
 }
