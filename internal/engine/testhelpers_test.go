@@ -36,7 +36,7 @@ func semEngineFrom(t *testing.T, text string, read source.Options, opts engine.O
 	all = append(all, built...)
 	all = append(all, normalized...)
 	for _, d := range all {
-		if d.Severity == diag.Error || strings.Contains(d.Message, "does not read this kind") {
+		if d.Severity == diag.Error || strings.Contains(d.Message, "netpol does not read") {
 			t.Fatalf("input: %s", d)
 		}
 	}

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -102,17 +105,110 @@ type Decoder struct {
 	// Documents counts the documents decoded so far; another goroutine may
 	// read it (the CLI's progress line).
 	Documents atomic.Int64
+
+	fastYAML yamlToJSON    // its buffers serve one document after another
+	progress *atomic.Int64 // a worker's: the Documents of the Decoder it works for
+	// fullParsers turns the fast paths off (the YAML converter, the
+	// header peek, the typed decoder): the reference they are tested
+	// against.
+	fullParsers bool
+
+	// ignored counts the objects of kinds netpol does not read, reported
+	// in one finding at Diags[ignoredFinding-1] (0: none yet).
+	ignored        ignoredObjects
+	ignoredFinding int
 }
 
 // Decode reads every document of data (YAML, multi-document YAML, or JSON).
+// A large stream is decoded on every CPU, a slice of its documents each;
+// objects and findings come out in the order of the documents all the
+// same.
 func (d *Decoder) Decode(file string, data []byte) []Object {
-	var out []Object
+	out := d.decode(file, data)
+	d.reportIgnored()
+	return out
+}
+
+// decode is Decode without the finding that counts the ignored objects.
+func (d *Decoder) decode(file string, data []byte) []Object {
 	docs := SplitDocuments(data)
-	for i, doc := range docs {
-		out = append(out, d.decodeDocument(docOrigin(file, i, len(docs)), doc)...)
-		d.Documents.Add(1)
+	workers := min(runtime.GOMAXPROCS(0), len(docs)/minDocumentsPerWorker)
+	if workers < 2 {
+		return d.decodeDocuments(file, docs, 0, len(docs))
+	}
+	parts := make([]*Decoder, workers)
+	objects := make([][]Object, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		parts[w] = d.worker()
+		wg.Go(func() {
+			objects[w] = parts[w].decodeDocuments(file, docs, w*len(docs)/workers, (w+1)*len(docs)/workers)
+		})
+	}
+	wg.Wait()
+	var out []Object
+	for w, part := range parts {
+		out = append(out, objects[w]...)
+		d.merge(part)
 	}
 	return out
+}
+
+// worker is a Decoder for another goroutine: d's options, d's progress.
+func (d *Decoder) worker() *Decoder {
+	return &Decoder{Options: d.Options, progress: d.progressCounter(), fullParsers: d.fullParsers}
+}
+
+// merge takes over the findings and counts of a worker's Decoder.
+func (d *Decoder) merge(part *Decoder) {
+	d.Diags = append(d.Diags, part.Diags...)
+	d.ignored.addAll(part.ignored)
+}
+
+// minDocumentsPerWorker keeps small inputs on one goroutine, where
+// starting others would cost more than it saves.
+const minDocumentsPerWorker = 256
+
+// decodeDocuments decodes docs[from:to], the documents of file.
+func (d *Decoder) decodeDocuments(file string, docs [][]byte, from, to int) []Object {
+	var out []Object
+	progress := d.progressCounter()
+	for i := from; i < to; i++ {
+		out = append(out, d.decodeDocument(docOrigin(file, i, len(docs)), docs[i])...)
+		progress.Add(1)
+	}
+	return out
+}
+
+// progressCounter is where decoded documents are counted: the Decoder's
+// own, or the one of the Decoder a worker decodes for.
+func (d *Decoder) progressCounter() *atomic.Int64 {
+	if d.progress != nil {
+		return d.progress
+	}
+	return &d.Documents
+}
+
+// reportIgnored keeps the one finding that counts the ignored objects up
+// to date: added the first time, rewritten after each input.
+func (d *Decoder) reportIgnored() {
+	if len(d.ignored.byKind) == 0 {
+		return
+	}
+	f := d.ignored.finding()
+	if i := d.ignoredFinding - 1; i >= 0 && i < len(d.Diags) && strings.HasPrefix(d.Diags[i].Message, "ignored ") {
+		d.Diags[i] = f
+		return
+	}
+	d.Diags = append(d.Diags, f)
+	d.ignoredFinding = len(d.Diags)
+}
+
+// skips reports whether objects of kind are ignored whatever their
+// apiVersion, so that a document of that kind need not be decoded. A kind
+// ending in "List" may hold items netpol reads.
+func skips(kind string) bool {
+	return !knownKinds[kind] && !strings.HasSuffix(kind, "List")
 }
 
 // docOrigin names the i-th of n documents of file (a file of one document
@@ -126,6 +222,10 @@ func docOrigin(file string, i, n int) diag.Origin {
 
 // decodeDocument decodes one document of a stream.
 func (d *Decoder) decodeDocument(origin diag.Origin, doc []byte) []Object {
+	if kind, ok := peekYAMLKind(doc, skips); ok {
+		d.ignored.add(kind, origin.File, 1)
+		return nil
+	}
 	js, err := d.toJSON(origin, doc)
 	if err != nil {
 		d.report(origin, "", "", "not valid YAML or JSON: %v", err)
@@ -146,6 +246,11 @@ func (d *Decoder) toJSON(origin diag.Origin, doc []byte) ([]byte, error) {
 	trimmed := bytes.TrimSpace(doc)
 	if len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed) {
 		return trimmed, nil
+	}
+	if !d.fullParsers {
+		if js, ok := d.fastYAML.convert(doc); ok {
+			return js, nil
+		}
 	}
 	// One parse in the common case: the strict converter's output is the
 	// same when it succeeds; only a failure (a duplicate key, or input that
@@ -219,23 +324,28 @@ func splitYAML(data []byte) [][]byte {
 }
 
 type header struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
-	} `json:"metadata"`
-	Items []json.RawMessage `json:"items"`
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   headerMetadata    `json:"metadata"`
+	Items      []json.RawMessage `json:"items"`
+}
+
+type headerMetadata struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
 }
 
 // decodeObject decodes one object, or the items of a list. implied is the
 // apiVersion and kind of an item that names neither: a typed list's items.
 func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) []Object {
-	var h header
-	if err := json.Unmarshal(js, &h); err != nil {
-		field, msg := explainJSONError(err)
-		d.report(origin, "", field, "not a Kubernetes object: %s", msg)
-		return nil
+	h, ok := peekHeader(js)
+	if !ok || d.fullParsers {
+		h = header{}
+		if err := json.Unmarshal(js, &h); err != nil {
+			field, msg := explainJSONError(err)
+			d.report(origin, "", field, "not a Kubernetes object: %s", msg)
+			return nil
+		}
 	}
 	if h.Kind == "" && h.APIVersion == "" {
 		h.APIVersion, h.Kind = implied.apiVersion, implied.kind
@@ -264,6 +374,10 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 		}
 		return out
 	}
+	if !knownKinds[h.Kind] {
+		d.ignored.add(h.Kind, origin.File, 1) // whatever else it holds: it is not read
+		return nil
+	}
 	obj := Object{Origin: origin, Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name}
 	if h.Metadata.Name == "" {
 		d.report(origin, obj.Ref(), "metadata.name", "Required value")
@@ -280,15 +394,17 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 			return nil
 		}
 	default:
-		if d.knownKind(h.Kind) {
-			d.report(origin, obj.Ref(), "apiVersion", "unsupported apiVersion %q for kind %s (want %s)", h.APIVersion, h.Kind, d.wantVersion(h.Kind))
-		} else {
-			d.Diags = append(d.Diags, diag.Diagnostic{Severity: diag.Warning, Origin: origin, Object: obj.Ref(),
-				Message: "ignored: netpol does not read this kind"})
-		}
+		d.report(origin, obj.Ref(), "apiVersion", "unsupported apiVersion %q for kind %s (want %s)", h.APIVersion, h.Kind, wantVersion(h.Kind))
 		return nil
 	}
-	strict, err := kjson.UnmarshalStrict(js, value, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	var strict []error
+	var err error
+	if d.fullParsers || !fastDecode(js, value) {
+		// The fast path gave up, perhaps half way: kjson decodes a fresh
+		// value and says what is wrong, if anything.
+		value = reflect.New(reflect.TypeOf(value).Elem()).Interface()
+		strict, err = kjson.UnmarshalStrict(js, value, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	}
 	if err != nil {
 		field, msg := explainJSONError(err)
 		d.report(origin, obj.Ref(), field, "%s", msg)
@@ -323,11 +439,19 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 	return []Object{obj}
 }
 
-func (d *Decoder) knownKind(kind string) bool {
-	return d.wantVersion(kind) != ""
-}
+// knownKinds are the kinds netpol reads, in some apiVersion.
+var knownKinds = func() map[string]bool {
+	known := map[string]bool{}
+	for k := range constructors {
+		known[k.kind] = true
+	}
+	for kind := range adminKinds {
+		known[kind] = true
+	}
+	return known
+}()
 
-func (d *Decoder) wantVersion(kind string) string {
+func wantVersion(kind string) string {
 	if adminKinds[kind] {
 		return policyGroup + "/v1alpha1"
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -230,15 +232,33 @@ func TestDecode(t *testing.T) {
 			in:   "---\n---\n# nothing\n",
 		},
 		{
-			name: "unknown kind is a warning",
+			// Issue 15: a dump holds thousands of objects netpol does not
+			// read; they are counted in one finding, not one warning each.
+			name: "unknown kinds are counted in one warning",
 			in: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: x}\ndata: {a: b}\n---\n" +
 				"apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\n" +
-				"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\n",
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\n---\n" +
+				`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "json"}}` + "\n---\n" +
+				"apiVersion: v1\nkind: ConfigMapList\nitems: [{metadata: {name: c1}}, {metadata: {name: c2}}]\n",
 			objs: []wantObj{{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: at(3, 0)}},
 			diags: []wantDiag{
-				{diag.Warning, "", "does not read this kind"},
-				{diag.Warning, "", "does not read this kind"},
+				{diag.Warning, "", "ignored 5 objects of kinds netpol does not read: ConfigMap 4, Widget 1"},
 			},
+		},
+		{
+			name:  "one object of a kind netpol does not read",
+			in:    "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n",
+			diags: []wantDiag{{diag.Warning, "", "ignored 1 object of a kind netpol does not read: Secret"}},
+		},
+		{
+			// Not decoded, so not judged: whatever an object of a kind
+			// netpol does not read holds (no name, YAML the fast path
+			// leaves to go-yaml), it is only counted.
+			name: "objects of unknown kinds are not decoded",
+			in: "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n---\n" +
+				"apiVersion: v1\nkind: ConfigMap\nmetadata: &m {name: a}\nother: *m\ndata:\n  a: !!binary aGk=\n---\n" +
+				`{"apiVersion": "v1", "kind": "Event"}`,
+			diags: []wantDiag{{diag.Warning, "", "ignored 3 objects of kinds netpol does not read: ConfigMap 2, Event 1"}},
 		},
 		{
 			name:  "known kind with a wrong apiVersion",
@@ -695,3 +715,80 @@ func TestLoad(t *testing.T) {
 type failingReader struct{}
 
 func (failingReader) Read([]byte) (int, error) { return 0, fmt.Errorf("device gone") }
+
+// TestLoadIgnoredKindsOneFinding: over every file of a run, the objects of
+// kinds netpol does not read make one finding, counted by kind, most
+// frequent first.
+func TestLoadIgnoredKindsOneFinding(t *testing.T) {
+	dir := t.TempDir()
+	cm := strings.Repeat("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: x}\ndata:\n  config: |\n    a: b\n---\n", 1001)
+	files := map[string]string{
+		"a.yaml": cm + "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\n",
+		"b.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: x}\n---\napiVersion: v1\nkind: Event\nmetadata: {name: e, namespace: x}\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dec := &source.Decoder{}
+	objs, err := dec.Load([]string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkObjects(t, objs, []wantObj{{Kind: "Pod", Namespace: "x", Name: "a", Type: typePod, Origin: diag.Origin{File: filepath.Join(dir, "a.yaml"), Doc: 1002}}})
+	if len(dec.Diags) != 1 || dec.Diags[0].String() != "ignored 1,003 objects of kinds netpol does not read: ConfigMap 1,001, Event 1, Secret 1" {
+		t.Errorf("%d findings, the first %v; want one", len(dec.Diags), dec.Diags[:min(len(dec.Diags), 1)])
+	}
+}
+
+// TestLoadManyFiles: the files of a directory are decoded several at a
+// time, their objects and findings kept in the order of the files; a file
+// that cannot be read is the error.
+func TestLoadManyFiles(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 40 {
+		text := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: p%02d, namespace: x}\n", i)
+		switch i % 5 {
+		case 1:
+			text += "spec: {colour: red}\n" // a warning
+		case 2:
+			text += "---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\n"
+		case 3:
+			text += "---\napiVersion: v1\nkind: Pod\nmetadata: {namespace: x}\n" // an error
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d.yaml", i)), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := func(procs int) ([]source.Object, diag.List) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		dec := &source.Decoder{}
+		objs, err := dec.Load([]string{dir}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dec.Documents.Load(); got != 56 {
+			t.Errorf("%d documents counted, want 56", got)
+		}
+		return objs, dec.Diags
+	}
+	one, oneDiags := load(1)
+	four, fourDiags := load(4)
+	if len(one) != 40 || one[0].Name != "p00" || one[39].Name != "p39" {
+		t.Fatalf("objects %s", objectsText(one))
+	}
+	if !reflect.DeepEqual(one, four) || !reflect.DeepEqual(oneDiags, fourDiags) {
+		t.Errorf("one goroutine:\n%s%v\nfour:\n%s%v", objectsText(one), oneDiags, objectsText(four), fourDiags)
+	}
+	if n := len(oneDiags); n != 17 || oneDiags[n-1].String() != "ignored 8 objects of a kind netpol does not read: Secret 8" {
+		t.Errorf("%d findings, the last %v", n, oneDiags[n-1])
+	}
+
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "f20a.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&source.Decoder{}).Load([]string{dir}, nil); err == nil || !strings.Contains(err.Error(), "f20a.yaml") {
+		t.Errorf("Load = %v, want the error of f20a.yaml", err)
+	}
+}

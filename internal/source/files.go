@@ -9,8 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Load reads every path: a file, a directory (recursively: *.yaml, *.yml and
@@ -32,14 +35,52 @@ func (d *Decoder) Load(paths []string, stdin io.Reader) ([]Object, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, d.Decode(f, data)...)
+		objects, err := d.decodeFiles(files)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, objects...)
 	}
+	return out, nil
+}
+
+// decodeFiles reads and decodes files, several at a time on as many CPUs
+// (a dump is often a directory of many files), and returns their objects
+// and findings in the order of files. It stops at the first file, in that
+// order, that cannot be read.
+func (d *Decoder) decodeFiles(files []string) ([]Object, error) {
+	type decodedFile struct {
+		objects []Object
+		part    *Decoder
+		err     error
+	}
+	results := make([]decodedFile, len(files))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(files)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(files); i = int(next.Add(1) - 1) {
+				data, err := os.ReadFile(files[i])
+				if err != nil {
+					results[i].err = err
+					continue
+				}
+				part := d.worker()
+				results[i] = decodedFile{objects: part.decode(files[i], data), part: part}
+			}
+		})
+	}
+	wg.Wait()
+	var out []Object
+	for _, r := range results {
+		if r.err != nil {
+			d.reportIgnored()
+			return nil, r.err
+		}
+		out = append(out, r.objects...)
+		d.merge(r.part)
+	}
+	d.reportIgnored()
 	return out, nil
 }
 

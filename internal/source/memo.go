@@ -22,6 +22,7 @@ type memoDoc struct {
 	data    []byte // a copy: the file's buffer is not kept alive
 	objects []Object
 	diags   diag.List
+	ignored ignoredObjects
 }
 
 // Decode returns the objects of files and the decoder's findings, as a
@@ -30,6 +31,7 @@ func (m *Memo) Decode(files []File) ([]Object, diag.List) {
 	next := make(map[diag.Origin]memoDoc, len(m.docs))
 	var objects []Object
 	var diags diag.List
+	var ignored ignoredObjects // counted over every file, as a Decoder counts them
 	for _, f := range files {
 		docs := SplitDocuments(f.Data)
 		for i, doc := range docs {
@@ -37,13 +39,17 @@ func (m *Memo) Decode(files []File) ([]Object, diag.List) {
 			md, ok := m.docs[origin]
 			if !ok || !bytes.Equal(md.data, doc) {
 				d := &Decoder{Options: m.Options}
-				md = memoDoc{data: bytes.Clone(doc), objects: d.decodeDocument(origin, doc), diags: d.Diags}
+				md = memoDoc{data: bytes.Clone(doc), objects: d.decodeDocument(origin, doc), diags: d.Diags, ignored: d.ignored}
 			}
 			next[origin] = md
 			objects = append(objects, md.objects...)
 			diags = append(diags, md.diags...)
+			ignored.addAll(md.ignored)
 		}
 	}
 	m.docs = next
+	if len(ignored.byKind) > 0 {
+		diags = append(diags, ignored.finding())
+	}
 	return objects, diags
 }

@@ -37,3 +37,21 @@ func TestMemoDecodesOnlyChangedDocuments(t *testing.T) {
 		t.Errorf("after an insertion: %+v, want a re-decoded at document 2", third)
 	}
 }
+
+// TestMemoIgnoredKindsOneFinding: the documents of kinds netpol does not
+// read are counted in one finding over all files, as the Decoder counts
+// them.
+func TestMemoIgnoredKindsOneFinding(t *testing.T) {
+	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
+	const pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: x}\n"
+	m := &source.Memo{}
+	for range 2 { // the second time from the memo
+		objs, diags := m.Decode([]source.File{
+			{Name: "a.yaml", Data: []byte(cm + "---\n" + pod + "---\n" + cm)},
+			{Name: "b.yaml", Data: []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n")},
+		})
+		if len(objs) != 1 || len(diags) != 1 || diags[0].String() != "ignored 3 objects of kinds netpol does not read: ConfigMap 2, Secret 1" {
+			t.Fatalf("%d objects, findings %v; want the pod and one finding", len(objs), diags)
+		}
+	}
+}
