@@ -44,6 +44,8 @@
 //	                                                after the translation)
 //	service-target-port-undeclared warning          no pod a Service selects declares its named targetPort: the port has
 //	                                                no backends
+//	service-unreachable-from-users warning          the pods whose egress NetworkPolicies select a Service's backends
+//	                                                (its users, as the input says) reach none of them on a target port
 //	ipblock-cluster-ip            warning           an egress ipBlock or networks peer covers a Service's cluster IP, which
 //	                                                policy never sees (it sees the backends' pod addresses)
 //	domain-names-not-enforced     warning           a domainNames peer: explain and matrix match names, but the agent
@@ -118,6 +120,7 @@ const (
 	CodeServicePort        = "service-port-not-target"
 	CodeServiceTarget      = "service-target-port-undeclared"
 	CodeClusterIPBlock     = "ipblock-cluster-ip"
+	CodeServiceUnreachable = "service-unreachable-from-users"
 	CodeDomainNames        = "domain-names-not-enforced"
 	CodeDomainNamesAction  = "domain-names-not-allow"
 	CodeDomainNamesCluster = "domain-names-cluster-local"
@@ -154,6 +157,8 @@ var Rules = []Rule{
 		"Policy applies after the Service translation: allow the target port (or its name), not the port clients dial."},
 	{CodeServiceTarget, "No selected pod declares the Service's named targetPort",
 		"The endpoint controller leaves out pods that do not declare the name: name the container port, or use a number."},
+	{CodeServiceUnreachable, "The pods whose egress policies point at a Service cannot reach any backend",
+		"Egress rules that select a Service's backends say who uses it; let the backends admit those pods on the target ports."},
 	{CodeClusterIPBlock, "An egress ipBlock covers a Service's cluster IP",
 		"Policy sees the backends' pod addresses, never the cluster IP: select the backends with pod and namespace selectors."},
 	{CodeDomainNames, "A domainNames peer that the netpol agent does not enforce yet",
@@ -265,6 +270,7 @@ func (l *linter) run(loaded diag.List, opts Options) []Finding {
 		l.selectors()
 		l.namedPorts()
 		l.servicePorts()
+		l.unreachableServices()
 		l.isolation()
 	}
 	sortFindings(l.out)

@@ -143,3 +143,58 @@ spec:
 		})
 	}
 }
+
+// TestServiceUnreachableFromUsers: a/client's egress policy points at the
+// web pods on their target port (8080): it uses Service b/web. The web pods
+// admit only b's own pods, so client reaches no backend: the Service is
+// down for its one user (and so is b/api, whose port http leads there). Once the web pods admit a's pods, nothing is said;
+// nor about Service b/lb, which no egress rule points at on its port.
+func TestServiceUnreachableFromUsers(t *testing.T) {
+	egress := `
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: client-egress, namespace: a}
+spec:
+  podSelector: {matchLabels: {app: client}}
+  policyTypes: [Egress]
+  egress: [{to: [{namespaceSelector: {matchLabels: {team: b}}, podSelector: {matchLabels: {app: web}}}], ports: [{port: 8080}]}]
+`
+	webIngress := func(team string) string {
+		return `
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: web-ingress, namespace: b}
+spec:
+  podSelector: {matchLabels: {app: web}}
+  ingress: [{from: [{namespaceSelector: {matchLabels: {team: ` + team + `}}}]}]
+`
+	}
+	lines := func(docs ...string) []string {
+		var out []string
+		for _, f := range lintYAML(t, docs...) {
+			if f.Code == CodeServiceUnreachable {
+				out = append(out, short(f)+" | "+f.Message)
+			}
+		}
+		return out
+	}
+	got := lines(svcBase, egress, webIngress("b"))
+	// b/api's port http also leads to the web pods' 8080: it is used too.
+	want := []string{"warning service-unreachable-from-users Service b/api spec.selector | " +
+		"no pod whose egress policy points at this Service's backends (a/client) can reach any of them on a target port " +
+		"(e.g. a/client -> b/web-0 8080/tcp: denied by the ingress of b/web-0): for its users the Service is down",
+		"warning service-unreachable-from-users Service b/web spec.selector | " +
+			"no pod whose egress policy points at this Service's backends (a/client) can reach any of them on a target port " +
+			"(e.g. a/client -> b/web-0 8080/tcp: denied by the ingress of b/web-0): for its users the Service is down"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("findings\n%q\nwant\n%q", got, want)
+	}
+	if got := lines(svcBase, egress, webIngress("a")); len(got) != 0 {
+		t.Errorf("with the web pods admitting a: %q, want none", got)
+	}
+	if got := lines(svcBase, webIngress("b")); len(got) != 0 {
+		t.Errorf("with no egress rule pointing at the web pods: %q, want none", got)
+	}
+}
