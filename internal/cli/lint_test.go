@@ -137,7 +137,7 @@ func TestLintSARIF(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	if v.Version != "2.1.0" || len(v.Runs) != 1 || v.Runs[0].Tool.Driver.Name != "netpol" || len(v.Runs[0].Tool.Driver.Rules) != 17 {
+	if v.Version != "2.1.0" || len(v.Runs) != 1 || v.Runs[0].Tool.Driver.Name != "netpol" || len(v.Runs[0].Tool.Driver.Rules) != 18 {
 		t.Fatalf("shape: %s", out)
 	}
 	rules := v.Runs[0].Tool.Driver.Rules
