@@ -155,7 +155,7 @@ func (j *jsonCells) finish() error {
 func writeMatrixMarkdown(w io.Writer, g *grid, marks marker) error {
 	row := g.rowCells()
 	var b []byte
-	for gi, group := range portGroups(len(g.ports), g.enforced, g.staged) {
+	for gi, group := range portGroups(len(g.ports), g.classRows()...) {
 		if gi > 0 {
 			b = append(b, '\n')
 		}

@@ -28,7 +28,7 @@ func writeMatrixText(w io.Writer, g *grid, marks marker, names []string, summary
 
 	row := g.rowCells()
 	var b []byte
-	for gi, group := range portGroups(len(g.ports), g.enforced, g.staged) {
+	for gi, group := range portGroups(len(g.ports), g.classRows()...) {
 		if gi > 0 {
 			b = append(b, '\n')
 		}
