@@ -243,7 +243,7 @@ func (o *matrixOptions) run(cmd *cobra.Command) error {
 		err = writeClassesJSON(w, g.enforced.rows, dims)
 	case o.output == "json":
 		var jc *jsonCells
-		if jc, err = newJSONCells(w); err == nil {
+		if jc, err = newJSONCells(w, g); err == nil {
 			if err = writeCells(g, jc); err == nil {
 				err = jc.finish()
 			}

@@ -422,3 +422,17 @@ func TestMatrixHelpTeachesTheFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestMatrixCSVQuotesNames: a name that is no Kubernetes name but a
+// manifest may hold still makes valid CSV.
+func TestMatrixCSVQuotesNames(t *testing.T) {
+	const in = `apiVersion: v1
+kind: Pod
+metadata: {name: "a,b", namespace: x}
+spec: {containers: [{name: c}]}
+`
+	want := `from,to,port,protocol,allowed
+"x/a,b","x/a,b",80,TCP,true
+`
+	wantOutput(t, "csv", runMatrix(t, in, "--ports", "80", "-o", "csv"), want)
+}
