@@ -33,7 +33,7 @@ func writeConnList(w io.Writer, g *grid) error {
 	for u, src := range g.units {
 		g.row(g.enforced, u, cells)
 		for v, dst := range g.units {
-			if u == v && src.pods == 1 {
+			if u == v && len(src.pods) == 1 {
 				continue
 			}
 			row := cells[v*n : (v+1)*n]

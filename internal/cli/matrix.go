@@ -215,34 +215,35 @@ func (o *matrixOptions) run(cmd *cobra.Command) error {
 	}
 
 	cm := e.ClassMatrix(pods, ports)
-	g := &grid{ports: dims, enforced: newClassRows(cm), pods: len(pods), byWorkload: o.by == "workload"}
+	g := &grid{ports: dims, pods: len(pods), byWorkload: o.by == "workload"}
 	if g.byWorkload {
-		g.units = workloadUnits(cm)
+		g.units = workloadUnits(pods)
 	} else {
-		g.units = podUnits(cm)
+		g.units = podUnits(pods)
 	}
+	g.enforced = newLayer(cm, g.units)
 	if o.staged {
 		g.staged = g.enforced
 		if se := e.Staged(); se != nil {
-			g.staged = newClassRows(se.ClassMatrix(pods, ports))
+			g.staged = newLayer(se.ClassMatrix(pods, ports), g.units)
 		}
 	}
 	// The progress line counts the class rows decided, and goes as soon as
 	// the answer starts.
 	p := startProgress(cmd, o.in.quiet)
-	decided := g.enforced.decided.Load
+	decided := g.enforced.rows.decided.Load
 	if g.staged != nil && g.staged != g.enforced {
-		decided = func() int64 { return g.enforced.decided.Load() + g.staged.decided.Load() }
+		decided = func() int64 { return g.enforced.rows.decided.Load() + g.staged.rows.decided.Load() }
 	}
 	p.Stage(fmt.Sprintf("deciding the matrix of %d pods (%d behaviour classes)", len(pods), cm.Classes()), decided, "class rows")
 	w := &stopOnWrite{w: bw, stop: p.Stop}
 	marks := marker{staged: g.staged != nil, byWorkload: g.byWorkload}
 	switch {
 	case o.classes:
-		err = writeClassesJSON(w, g.enforced, dims)
+		err = writeClassesJSON(w, g.enforced.rows, dims)
 	case o.output == "json":
 		var jc *jsonCells
-		if jc, err = newJSONCells(w); err == nil {
+		if jc, err = newJSONCells(w, g); err == nil {
 			if err = writeCells(g, jc); err == nil {
 				err = jc.finish()
 			}

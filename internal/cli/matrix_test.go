@@ -422,3 +422,35 @@ func TestMatrixHelpTeachesTheFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestMatrixCSVQuotesNames: a name that is no Kubernetes name but a
+// manifest may hold still makes valid CSV.
+func TestMatrixCSVQuotesNames(t *testing.T) {
+	const in = `apiVersion: v1
+kind: Pod
+metadata: {name: "a,b", namespace: x}
+spec: {containers: [{name: c}]}
+`
+	want := `from,to,port,protocol,allowed
+"x/a,b","x/a,b",80,TCP,true
+`
+	wantOutput(t, "csv", runMatrix(t, in, "--ports", "80", "-o", "csv"), want)
+}
+
+// TestMatrixTextShortNamesStayDistinct: two pods that would shorten to
+// the same name keep their full names.
+func TestMatrixTextShortNamesStayDistinct(t *testing.T) {
+	var in strings.Builder
+	for _, p := range [][2]string{{"web-aaa-x1", "aaa"}, {"web-bbb-x1", "bbb"}, {"web-aaa-y2", "aaa"}} {
+		in.WriteString("---\napiVersion: v1\nkind: Pod\nmetadata: {name: " + p[0] + ", namespace: a, labels: {pod-template-hash: " + p[1] + "}}\nspec: {containers: [{name: c}]}\n")
+	}
+	want := `80/tcp   (rows: from, columns: to, numbered as the rows; . allowed, X denied)
+                123
+a 1 web-aaa-x1  ...
+  2 web-*-y2    ...
+  3 web-bbb-x1  ...
+
+3 pods, 1 port: 1 behaviour class decided
+`
+	wantOutput(t, "text", runMatrix(t, in.String(), "--ports", "80"), want)
+}

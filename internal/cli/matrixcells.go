@@ -10,9 +10,9 @@ import (
 // The cell formats, json and csv, write one record per row, column and
 // port, row by row as the grid decides them.
 
-// cellWriter writes one record.
+// cellWriter writes one record: from and to index the grid's units.
 type cellWriter interface {
-	cell(from, to string, port portLabel, now, staged cell) error
+	cell(from, to int, port portLabel, now, staged cell) error
 }
 
 // portLabel is a decided port as the cell formats spell it.
@@ -29,14 +29,12 @@ func writeCells(g *grid, cw cellWriter) error {
 		labels[k] = portLabel{int(r.First), r.Proto.String()}
 	}
 	row := g.rowCells()
-	for u, src := range g.units {
+	for u := range g.units {
 		row.load(u)
-		from := src.key()
-		for v, dst := range g.units {
-			to := dst.key()
+		for v := range g.units {
 			for k := range n {
 				now, staged := row.at(v, k)
-				if err := cw.cell(from, to, labels[k], now, staged); err != nil {
+				if err := cw.cell(u, v, labels[k], now, staged); err != nil {
 					return err
 				}
 			}
@@ -45,16 +43,24 @@ func writeCells(g *grid, cw cellWriter) error {
 	return nil
 }
 
-// csvCells writes from,to,port,protocol,allowed[,mixed][,staged]. Names
-// are Kubernetes names (no commas, quotes or line breaks) and written as
-// they are.
+// csvCells writes from,to,port,protocol,allowed[,mixed][,staged], quoting
+// a name as RFC 4180 does when it needs it (a Kubernetes name never does,
+// a hand-written manifest might).
 type csvCells struct {
 	w          io.Writer
 	buf        []byte
 	byWorkload bool
+	names      []string // the units' keys as CSV fields
 }
 
 func newCSVCells(w io.Writer, g *grid) (*csvCells, error) {
+	c := &csvCells{w: w, byWorkload: g.byWorkload, names: make([]string, len(g.units))}
+	for u, x := range g.units {
+		c.names[u] = x.key()
+		if strings.ContainsAny(c.names[u], ",\"\r\n") {
+			c.names[u] = `"` + strings.ReplaceAll(c.names[u], `"`, `""`) + `"`
+		}
+	}
 	header := "from,to,port,protocol,allowed"
 	if g.byWorkload {
 		header += ",mixed"
@@ -63,13 +69,13 @@ func newCSVCells(w io.Writer, g *grid) (*csvCells, error) {
 		header += ",staged"
 	}
 	_, err := io.WriteString(w, header+"\n")
-	return &csvCells{w: w, byWorkload: g.byWorkload}, err
+	return c, err
 }
 
-func (c *csvCells) cell(from, to string, port portLabel, now, staged cell) error {
-	b := append(c.buf[:0], from...)
+func (c *csvCells) cell(from, to int, port portLabel, now, staged cell) error {
+	b := append(c.buf[:0], c.names[from]...)
 	b = append(b, ',')
-	b = append(b, to...)
+	b = append(b, c.names[to]...)
 	b = append(b, ',')
 	b = strconv.AppendInt(b, int64(port.num), 10)
 	b = append(b, ',')
@@ -96,36 +102,31 @@ func (c *csvCells) cell(from, to string, port portLabel, now, staged cell) error
 // --staged. It is written as it goes, so it is valid JSON only once
 // finish has closed it.
 type jsonCells struct {
-	w      io.Writer
-	buf    []byte
-	quoted map[string][]byte // names as JSON strings, made once
-	first  bool
+	w     io.Writer
+	buf   []byte
+	names [][]byte // the units' keys as JSON strings
+	first bool
 }
 
-func newJSONCells(w io.Writer) (*jsonCells, error) {
-	_, err := io.WriteString(w, "[")
-	return &jsonCells{w: w, quoted: map[string][]byte{}, first: true}, err
-}
-
-func (j *jsonCells) quote(s string) []byte {
-	q, ok := j.quoted[s]
-	if !ok {
-		q, _ = json.Marshal(s)
-		j.quoted[s] = q
+func newJSONCells(w io.Writer, g *grid) (*jsonCells, error) {
+	j := &jsonCells{w: w, names: make([][]byte, len(g.units)), first: true}
+	for u, x := range g.units {
+		j.names[u], _ = json.Marshal(x.key()) // a string: cannot fail
 	}
-	return q
+	_, err := io.WriteString(w, "[")
+	return j, err
 }
 
-func (j *jsonCells) cell(from, to string, port portLabel, now, staged cell) error {
+func (j *jsonCells) cell(from, to int, port portLabel, now, staged cell) error {
 	b := j.buf[:0]
 	if !j.first {
 		b = append(b, ',')
 	}
 	j.first = false
 	b = append(b, "\n{\"from\":"...)
-	b = append(b, j.quote(from)...)
+	b = append(b, j.names[from]...)
 	b = append(b, ",\"to\":"...)
-	b = append(b, j.quote(to)...)
+	b = append(b, j.names[to]...)
 	b = append(b, ",\"port\":"...)
 	b = strconv.AppendInt(b, int64(port.num), 10)
 	b = append(b, ",\"protocol\":\""...)
@@ -155,7 +156,7 @@ func (j *jsonCells) finish() error {
 func writeMatrixMarkdown(w io.Writer, g *grid, marks marker) error {
 	row := g.rowCells()
 	var b []byte
-	for gi, group := range portGroups(len(g.ports), g.enforced, g.staged) {
+	for gi, group := range portGroups(len(g.ports), g.classRows()...) {
 		if gi > 0 {
 			b = append(b, '\n')
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -29,21 +30,18 @@ const (
 // unit is a row and a column of the matrix: one pod, or every pod of one
 // workload (--by workload).
 type unit struct {
-	ns      string
-	name    string // the pod's name, or the workload's kind/name: deployment/web
-	pods    int
-	classes []classCount // the behaviour classes of its pods
+	ns   string
+	name string // the pod's name, or the workload's kind/name: deployment/web
+	pods []int  // indexes of its pods in the matrix's pods
 }
-
-type classCount struct{ class, pods int }
 
 func (u unit) key() string { return u.ns + "/" + u.name }
 
 // podUnits makes one unit per pod.
-func podUnits(cm *engine.ClassMatrix) []unit {
-	out := make([]unit, len(cm.Pods))
-	for i, p := range cm.Pods {
-		out[i] = unit{ns: p.Namespace.Name, name: p.Name, pods: 1, classes: []classCount{{cm.Class[i], 1}}}
+func podUnits(pods []*state.Pod) []unit {
+	out := make([]unit, len(pods))
+	for i, p := range pods {
+		out[i] = unit{ns: p.Namespace.Name, name: p.Name, pods: []int{i}}
 	}
 	return out
 }
@@ -51,10 +49,10 @@ func podUnits(cm *engine.ClassMatrix) []unit {
 // workloadUnits makes one unit per workload, ordered by namespace and
 // kind/name: pods made by the same controller share it, a bare pod is its
 // own.
-func workloadUnits(cm *engine.ClassMatrix) []unit {
+func workloadUnits(pods []*state.Pod) []unit {
 	index := map[string]int{}
 	var out []unit
-	for i, p := range cm.Pods {
+	for i, p := range pods {
 		u := unit{ns: p.Namespace.Name, name: workloadName(p)}
 		id, ok := index[u.key()]
 		if !ok {
@@ -62,16 +60,7 @@ func workloadUnits(cm *engine.ClassMatrix) []unit {
 			index[u.key()] = id
 			out = append(out, u)
 		}
-		w := &out[id]
-		w.pods++
-		c := cm.Class[i]
-		if j := sort.Search(len(w.classes), func(j int) bool { return w.classes[j].class >= c }); j < len(w.classes) && w.classes[j].class == c {
-			w.classes[j].pods++
-		} else {
-			w.classes = append(w.classes, classCount{})
-			copy(w.classes[j+1:], w.classes[j:])
-			w.classes[j] = classCount{c, 1}
-		}
+		out[id].pods = append(out[id].pods, i)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].ns != out[j].ns {
@@ -92,29 +81,64 @@ func workloadName(p *state.Pod) string {
 	return strings.ToLower(kind) + "/" + name
 }
 
+// layer is the verdicts of one engine over the grid: the enforced
+// policies, or with --staged the staged ones too. Each engine classes the
+// pods its own way, so each layer knows the classes of every unit's pods.
+type layer struct {
+	rows    *classRows
+	classes [][]classCount // per unit, its pods' classes in rows
+}
+
+type classCount struct{ class, pods int }
+
+func newLayer(cm *engine.ClassMatrix, units []unit) *layer {
+	l := &layer{rows: newClassRows(cm), classes: make([][]classCount, len(units))}
+	for u, x := range units {
+		var cs []classCount
+		for _, i := range x.pods {
+			c := cm.Class[i]
+			j := slices.IndexFunc(cs, func(cc classCount) bool { return cc.class == c })
+			if j < 0 {
+				j = len(cs)
+				cs = append(cs, classCount{class: c})
+			}
+			cs[j].pods++
+		}
+		l.classes[u] = cs
+	}
+	return l
+}
+
 // grid is the matrix over units: the enforced verdicts and, with
 // --staged, the staged ones.
 type grid struct {
 	units            []unit
 	ports            []l4.Range // the port dimension; each range is decided on its first port
-	enforced, staged *classRows // staged is nil without --staged
+	enforced, staged *layer     // staged is nil without --staged
 	pods             int
 	byWorkload       bool
 }
 
+// classRows are the class rows of the grid's layers, for portGroups.
+func (g *grid) classRows() []*classRows {
+	out := []*classRows{g.enforced.rows}
+	if g.staged != nil {
+		out = append(out, g.staged.rows)
+	}
+	return out
+}
+
 // row fills out[v*len(ports)+k] with the verdict of units[u] towards
-// units[v] on ports[k], from the class rows of rows. A pod towards itself
-// is allowed; a workload towards itself is the verdict between its
-// distinct pods.
-func (g *grid) row(rows *classRows, u int, out []cell) {
+// units[v] on ports[k] in layer l. A pod towards itself is allowed; a
+// workload towards itself is the verdict between its distinct pods.
+func (g *grid) row(l *layer, u int, out []cell) {
 	n := len(g.ports)
 	clear(out)
-	src := g.units[u]
-	for _, a := range src.classes {
-		row := rows.get(a.class)
-		for v, dst := range g.units {
+	for _, a := range l.classes[u] {
+		row := l.rows.get(a.class)
+		for v := range g.units {
 			cells := out[v*n : (v+1)*n]
-			for _, b := range dst.classes {
+			for _, b := range l.classes[v] {
 				if v == u && a.class == b.class && a.pods == 1 {
 					continue // the only pair is the pod with itself
 				}
@@ -129,7 +153,7 @@ func (g *grid) row(rows *classRows, u int, out []cell) {
 			}
 		}
 	}
-	if src.pods == 1 {
+	if len(g.units[u].pods) == 1 {
 		for k := u * n; k < (u+1)*n; k++ {
 			out[k] = cellAllowed // a pod can always reach itself
 		}

@@ -28,7 +28,7 @@ func writeMatrixText(w io.Writer, g *grid, marks marker, names []string, summary
 
 	row := g.rowCells()
 	var b []byte
-	for gi, group := range portGroups(len(g.ports), g.enforced, g.staged) {
+	for gi, group := range portGroups(len(g.ports), g.classRows()...) {
 		if gi > 0 {
 			b = append(b, '\n')
 		}
@@ -96,13 +96,13 @@ func shortNames(g *grid, pods []*state.Pod) []string {
 		return out
 	}
 	seen := map[string]int{} // namespace/short name -> times
-	for u, p := range pods {
-		out[u] = shortPodName(p)
-		seen[p.Namespace.Name+"/"+out[u]]++
+	for u, x := range g.units {
+		out[u] = shortPodName(pods[x.pods[0]])
+		seen[x.ns+"/"+out[u]]++
 	}
-	for u, p := range pods {
-		if seen[p.Namespace.Name+"/"+out[u]] > 1 {
-			out[u] = p.Name
+	for u, x := range g.units {
+		if seen[x.ns+"/"+out[u]] > 1 {
+			out[u] = x.name
 		}
 	}
 	return out

@@ -87,3 +87,49 @@ func TestExplainStaged(t *testing.T) {
 		}
 	}
 }
+
+// TestMatrixStagedClassesOfTheirOwn: the staged policies tell pods apart
+// that the enforced ones do not (here none is enforced: one class), so
+// each verdict is read in the classes of its own engine.
+func TestMatrixStagedClassesOfTheirOwn(t *testing.T) {
+	const in = `
+apiVersion: v1
+kind: Pod
+metadata: {name: a, namespace: shop, labels: {app: a}}
+spec: {containers: [{name: c}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: b, namespace: shop, labels: {app: b}}
+spec: {containers: [{name: c}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: c, namespace: shop, labels: {app: c}}
+spec: {containers: [{name: c}]}
+---
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: AdminNetworkPolicy
+metadata: {name: trial, annotations: {netpol.io/staged: "true"}}
+spec:
+  priority: 5
+  subject: {pods: {namespaceSelector: {}, podSelector: {matchLabels: {app: c}}}}
+  ingress:
+  - {name: deny-a, action: Deny, from: [{pods: {namespaceSelector: {}, podSelector: {matchLabels: {app: a}}}}]}
+`
+	want := `from,to,port,protocol,allowed,staged
+shop/a,shop/a,80,TCP,true,true
+shop/a,shop/b,80,TCP,true,true
+shop/a,shop/c,80,TCP,true,false
+shop/b,shop/a,80,TCP,true,true
+shop/b,shop/b,80,TCP,true,true
+shop/b,shop/c,80,TCP,true,true
+shop/c,shop/a,80,TCP,true,true
+shop/c,shop/b,80,TCP,true,true
+shop/c,shop/c,80,TCP,true,true
+`
+	code, out, stderr := run(t, in, "matrix", "-f", "-", "--staged", "--ports", "80", "-o", "csv")
+	if code != 0 || out != want {
+		t.Errorf("exit %d, %s\ngot:\n%s\nwant:\n%s", code, stderr, out, want)
+	}
+}
