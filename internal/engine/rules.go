@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/netpol/netpol/internal/policy"
@@ -104,6 +105,29 @@ func (e *Engine) RuleMatches(r *policy.Rule, f Flow) bool {
 		return false
 	}
 	return matcher{e: e, dir: r.Dir, subject: pod, peer: peer, port: f.Port, dst: f.Dst}.rule(cr)
+}
+
+// PeerMatches reports whether r's peers, on their own, match the other end
+// of f as seen from the pod on r's side: RuleMatches without the ports.
+// diff asks it to find the pods a rule cannot tell apart.
+func (e *Engine) PeerMatches(r *policy.Rule, f Flow) bool {
+	cr, ok := e.rules.get(e)[r]
+	if !ok {
+		return false
+	}
+	subject, peer := f.Dst, f.Src
+	if r.Dir == policy.Egress {
+		subject, peer = f.Src, f.Dst
+	}
+	pod := subject.policyPod()
+	if pod == nil {
+		return false
+	}
+	m := matcher{e: e, dir: r.Dir, subject: pod, peer: peer, port: f.Port, dst: f.Dst}
+	if cr.AllPeers {
+		return true
+	}
+	return slices.ContainsFunc(cr.peers, m.peerMatches)
 }
 
 // AdminRule returns the rule that decides f's dir side in the admin tier —
