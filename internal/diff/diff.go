@@ -212,7 +212,7 @@ func compare(old, new *engine.Engine, opts Options, everyPair bool) *Result {
 		}
 		for c := range members {
 			if !quietSrc[c] {
-				d.row(c, all, add)
+				d.row(c, all, quietDst, add)
 			}
 			if !quietDst[c] {
 				d.column(c, quietSources, add)
@@ -248,12 +248,6 @@ func compare(old, new *engine.Engine, opts Options, everyPair bool) *Result {
 		}
 	}
 	return r
-}
-
-// allowed decides src -> dst on port as the matrix does.
-func allowed(e *engine.Engine, src, dst *state.Pod, port l4.Port) bool {
-	f, ok := e.PodFlow(src, dst, port)
-	return ok && e.Allowed(f)
 }
 
 // add records the change from class src to class dst, split by namespace

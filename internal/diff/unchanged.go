@@ -29,6 +29,7 @@ import (
 func (d *differ) quiet() (src, dst, self []bool) {
 	n := len(d.members)
 	src, dst, self = make([]bool, n), make([]bool, n), make([]bool, n)
+	d.same = make([]bool, n)
 	if d.old.Options() != d.new.Options() {
 		return src, dst, self // every verdict may change
 	}
@@ -39,6 +40,7 @@ func (d *differ) quiet() (src, dst, self []bool) {
 			if podKey(d.old, p) != podKey(d.new, q) {
 				continue
 			}
+			d.same[c] = true
 			before, after := d.old.Applicable(p), d.new.Applicable(q)
 			s, t := d.samePolicies(before, after, policy.Egress), d.samePolicies(before, after, policy.Ingress)
 			if s {
@@ -51,7 +53,7 @@ func (d *differ) quiet() (src, dst, self []bool) {
 				both++
 			}
 			if sources > 0 && dests > 0 && sources+dests-both >= 2 {
-				break // enough known: a source and another destination
+				break // all known: a source and another destination
 			}
 		}
 		src[c], dst[c] = sources > 0, dests > 0
