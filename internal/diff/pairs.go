@@ -37,7 +37,7 @@ type differ struct {
 	segs             []l4.Range
 	keys             policyKeys
 	was, is          []bool // decide's buffers
-	relative         bool // some selection is relative to the subject's namespace
+	relative         bool   // some selection is relative to the subject's namespace
 	// peerBits remembers, per subject rules and direction, the bits of
 	// every other class (peerBitsOf).
 	peerBits map[string][]string
