@@ -71,11 +71,7 @@ func ServicePort(svc *state.Service, spec l4.PortSpec) (*state.ServicePort, erro
 			(spec.Name != "" && p.Name == spec.Name || spec.Name == "" && p.Port.Num == spec.Num) {
 			return p, nil
 		}
-		d := p.Port.String()
-		if p.Name != "" {
-			d = p.Name + "=" + d
-		}
-		have = append(have, d)
+		have = append(have, p.String())
 	}
 	want := spec.Name
 	if want == "" {
@@ -102,18 +98,22 @@ type ServiceVerdict struct {
 	Reachable int // backends allowed
 }
 
+// Reach says whether the source reaches all, some or none of the backends.
+func (v ServiceVerdict) Reach() Reach { return reachOf(v.Reachable, len(v.Backends)) }
+
 // Summary is the verdict in one line.
 func (v ServiceVerdict) Summary() string {
-	if len(v.Backends) == 0 {
+	switch v.Reach() {
+	case ReachNoBackends:
 		return "no backends: the Service port leads nowhere"
-	}
-	if len(v.Backends) == 1 {
-		if v.Reachable == 1 {
+	case ReachAll:
+		if len(v.Backends) == 1 {
 			return "reachable through its only backend"
 		}
-		return "not reachable: its only backend is denied"
-	}
-	if v.Reachable == 0 {
+	case ReachNone:
+		if len(v.Backends) == 1 {
+			return "not reachable: its only backend is denied"
+		}
 		return fmt.Sprintf("not reachable: all %d backends are denied", len(v.Backends))
 	}
 	return fmt.Sprintf("reachable through %d of %d backends", v.Reachable, len(v.Backends))
@@ -168,6 +168,20 @@ const (
 	ReachNoBackends              // the port leads nowhere
 )
 
+// reachOf is the reach of a source that is allowed to allowed of total
+// backends: the one place the words all, some and none are decided.
+func reachOf(allowed, total int) Reach {
+	switch {
+	case total == 0:
+		return ReachNoBackends
+	case allowed == total:
+		return ReachAll
+	case allowed == 0:
+		return ReachNone
+	}
+	return ReachSome
+}
+
 func (r Reach) String() string {
 	return [...]string{"none", "some", "all", "no-backends"}[r]
 }
@@ -179,11 +193,7 @@ type ServiceColumn struct {
 }
 
 func (c ServiceColumn) String() string {
-	p := c.Port.Port.String()
-	if c.Port.Name != "" {
-		p = c.Port.Name + "=" + p
-	}
-	return "svc/" + c.Service.Key() + ":" + p
+	return "svc/" + c.Service.Key() + ":" + c.Port.String()
 }
 
 // ServiceMatrix says, for every source pod and Service port, whether the
@@ -253,16 +263,7 @@ func (e *Engine) ServiceMatrix(srcs []*state.Pod, svcs []*state.Service) *Servic
 					allowed++
 				}
 			}
-			r := ReachSome
-			switch {
-			case total == 0:
-				r = ReachNoBackends
-			case allowed == total:
-				r = ReachAll
-			case allowed == 0:
-				r = ReachNone
-			}
-			m.reach[si*len(m.Columns)+ci] = r
+			m.reach[si*len(m.Columns)+ci] = reachOf(allowed, total)
 		}
 	}
 	return m
