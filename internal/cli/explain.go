@@ -253,7 +253,7 @@ func (o *explainOptions) runService(cmd *cobra.Command, e *engine.Engine, src en
 			sv = &d
 		}
 	}
-	denied = v.Reachable < len(v.Backends) || len(v.Backends) == 0
+	denied = v.Reach() != engine.ReachAll
 	w := cmd.OutOrStdout()
 	if o.output == "json" {
 		out := serviceExplainJSON{

@@ -187,63 +187,38 @@ func compare(old, new *engine.Engine, opts Options, everyPair bool) *Result {
 	// a class is quiet as a source when one of its pods is (quiet), as a
 	// destination likewise, and a pair of a quiet source class and a quiet
 	// destination class stands for pairs of quiet pods, which decide alike
-	// in OLD and NEW. A class towards itself is always decided: its quiet
-	// pod may be its only one.
-	quietSrc, quietDst := quiet(old, new, oldPods, newPods)
-	if everyPair {
-		quietSrc, quietDst = make([]bool, len(oldPods)), make([]bool, len(oldPods))
-	}
-	srcQuiet, dstQuiet := make([]bool, len(members)), make([]bool, len(members))
-	var loudDst []int
-	for id, m := range members {
-		for _, i := range m {
-			srcQuiet[id] = srcQuiet[id] || quietSrc[i]
-			dstQuiet[id] = dstQuiet[id] || quietDst[i]
-		}
-		if !dstQuiet[id] {
-			loudDst = append(loudDst, id)
-		}
-	}
-
-	reps, pair := engine.Representatives(members)
-	ports := make([]l4.Port, len(segs))
-	for k, s := range segs {
-		ports[k] = l4.Port{Proto: s.Proto, Num: s.First}
-	}
+	// in OLD and NEW. The other classes are decided in rows (loud sources
+	// towards every class) and columns (quiet sources towards loud
+	// destinations), a few pairs each (differ.line).
+	d := newDiffer(old, new, oldPods, newPods, members, segs)
+	quietSrc, quietDst, selfQuiet := d.quiet()
 	groups := map[[2]string]*Group{}
-	decide := func(a, b int) {
-		s, d, ok := pair(a, b)
-		if !ok {
-			return
-		}
-		var gained, lost []PortRange
-		for k, seg := range segs {
-			was := allowed(old, oldPods[reps[s]], oldPods[reps[d]], ports[k])
-			is := allowed(new, newPods[reps[s]], newPods[reps[d]], ports[k])
-			switch {
-			case is && !was:
-				gained = extend(gained, seg)
-			case was && !is:
-				lost = extend(lost, seg)
-			}
-		}
-		if len(gained) == 0 && len(lost) == 0 {
-			return
-		}
+	add := func(a, b int, gained, lost []PortRange) {
 		r.add(groups, oldPods, members[a], members[b], a == b, gained, lost)
 	}
-	for a := range members {
-		switch {
-		case !srcQuiet[a]:
+	if everyPair {
+		for a := range members {
 			for b := range members {
-				decide(a, b)
+				d.pair(a, b, add)
 			}
-		default:
-			for _, b := range loudDst {
-				decide(a, b)
+		}
+	} else {
+		var all, quietSources []int
+		for c := range members {
+			all = append(all, c)
+			if quietSrc[c] {
+				quietSources = append(quietSources, c)
 			}
-			if dstQuiet[a] {
-				decide(a, a)
+		}
+		for c := range members {
+			if !quietSrc[c] {
+				d.row(c, all, quietDst, add)
+			}
+			if !quietDst[c] {
+				d.column(c, quietSources, add)
+			}
+			if !selfQuiet[c] {
+				d.pair(c, c, add)
 			}
 		}
 	}
@@ -273,12 +248,6 @@ func compare(old, new *engine.Engine, opts Options, everyPair bool) *Result {
 		}
 	}
 	return r
-}
-
-// allowed decides src -> dst on port as the matrix does.
-func allowed(e *engine.Engine, src, dst *state.Pod, port l4.Port) bool {
-	f, ok := e.PodFlow(src, dst, port)
-	return ok && e.Allowed(f)
 }
 
 // add records the change from class src to class dst, split by namespace

@@ -1,7 +1,9 @@
 package diff
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/netpol/netpol/internal/engine"
@@ -60,11 +62,7 @@ func reachByNamespace(m *engine.ServiceMatrix) map[reachKey]string {
 	counts := map[reachKey]*[4]int{}
 	for i, src := range m.Sources {
 		for j, c := range m.Columns {
-			port := c.Port.Port.String()
-			if c.Port.Name != "" {
-				port = c.Port.Name + "=" + port
-			}
-			k := reachKey{ns: src.Namespace.Name, svc: c.Service.Key(), port: port}
+			k := reachKey{ns: src.Namespace.Name, svc: c.Service.Key(), port: c.Port.String()}
 			if counts[k] == nil {
 				counts[k] = new([4]int)
 			}
@@ -85,18 +83,7 @@ func reachByNamespace(m *engine.ServiceMatrix) map[reachKey]string {
 }
 
 func sortServiceChanges(s []ServiceChange) {
-	less := func(a, b ServiceChange) bool {
-		if a.FromNamespace != b.FromNamespace {
-			return a.FromNamespace < b.FromNamespace
-		}
-		if a.Service != b.Service {
-			return a.Service < b.Service
-		}
-		return a.Port < b.Port
-	}
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && less(s[j], s[j-1]); j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
+	slices.SortFunc(s, func(a, b ServiceChange) int {
+		return cmp.Or(cmp.Compare(a.FromNamespace, b.FromNamespace), cmp.Compare(a.Service, b.Service), cmp.Compare(a.Port, b.Port))
+	})
 }

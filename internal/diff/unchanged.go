@@ -20,26 +20,48 @@ import (
 // verdicts of the pods they select and of no others, and diff decides only
 // the pairs that such a pod is in.
 
-// quiet says, for each common pod (index-aligned oldPods, newPods), whether
-// its verdicts as a source (src) and as a destination (dst) cannot change:
-// the pod is the same on both sides, and so are the policies that select
-// it for that direction.
-func quiet(old, new *engine.Engine, oldPods, newPods []*state.Pod) (src, dst []bool) {
-	src, dst = make([]bool, len(oldPods)), make([]bool, len(oldPods))
-	if old.Options() != new.Options() {
-		return src, dst // every verdict may change
+// quiet says, for each joint class, whether its verdicts as a source
+// (src) and as a destination (dst) cannot change: some pod of it is the
+// same in OLD and NEW, and so are the policies that select that pod for
+// egress (src) or ingress (dst). self: two different pods of the class
+// are, one as a source and the other as a destination, so that the class
+// towards itself cannot change either.
+func (d *differ) quiet() (src, dst, self []bool) {
+	n := len(d.members)
+	src, dst, self = make([]bool, n), make([]bool, n), make([]bool, n)
+	d.same = make([]bool, n)
+	if d.old.Options() != d.new.Options() {
+		return src, dst, self // every verdict may change
 	}
-	keys := newPolicyKeys()
-	for i, p := range oldPods {
-		q := newPods[i]
-		if podKey(old, p) != podKey(new, q) {
-			continue
+	for c, m := range d.members {
+		var sources, dests, both int // quiet pods: as a source, as a destination, as both
+		for _, i := range m {
+			p, q := d.oldPods[i], d.newPods[i]
+			if podKey(d.old, p) != podKey(d.new, q) {
+				continue
+			}
+			d.same[c] = true
+			before, after := d.old.Applicable(p), d.new.Applicable(q)
+			s, t := d.samePolicies(before, after, policy.Egress), d.samePolicies(before, after, policy.Ingress)
+			if s {
+				sources++
+			}
+			if t {
+				dests++
+			}
+			if s && t {
+				both++
+			}
+			if sources > 0 && dests > 0 && sources+dests-both >= 2 {
+				break // all known: a source and another destination
+			}
 		}
-		before, after := old.Applicable(p), new.Applicable(q)
-		src[i] = keys.same(before, after, policy.Egress)
-		dst[i] = keys.same(before, after, policy.Ingress)
+		src[c], dst[c] = sources > 0, dests > 0
+		// Two different pods unless the only quiet source is the only
+		// quiet destination.
+		self[c] = sources > 0 && dests > 0 && !(sources == 1 && dests == 1 && both == 1)
 	}
-	return src, dst
+	return src, dst, self
 }
 
 // podKey writes everything about a pod that a verdict can look at, on
@@ -97,22 +119,22 @@ func newPolicyKeys() policyKeys {
 	return policyKeys{byPolicy: map[*policy.Policy]int{}, byContent: map[string]int{}}
 }
 
-// same reports whether before and after are the same policies, in the same
-// order, as far as direction d goes: a policy without a say in d (an
-// ingress-only NetworkPolicy for egress) is left out.
-func (k policyKeys) same(before, after []*policy.Policy, d policy.Direction) bool {
+// samePolicies reports whether before and after are the same policies, in
+// the same order, as far as direction dir goes: a policy without a say in
+// dir (an ingress-only NetworkPolicy for egress) is left out.
+func (d *differ) samePolicies(before, after []*policy.Policy, dir policy.Direction) bool {
 	i, j := 0, 0
 	for {
-		for i < len(before) && !says(before[i], d) {
+		for i < len(before) && !d.says(before[i], dir) {
 			i++
 		}
-		for j < len(after) && !says(after[j], d) {
+		for j < len(after) && !d.says(after[j], dir) {
 			j++
 		}
 		if i == len(before) || j == len(after) {
 			return i == len(before) && j == len(after)
 		}
-		if k.of(before[i]) != k.of(after[j]) {
+		if d.keys.of(before[i]) != d.keys.of(after[j]) {
 			return false
 		}
 		i++
@@ -120,13 +142,14 @@ func (k policyKeys) same(before, after []*policy.Policy, d policy.Direction) boo
 	}
 }
 
-// says reports whether p has a say in direction d: NetworkPolicies only
-// where they isolate, admin-tier policies where they have rules.
-func says(p *policy.Policy, d policy.Direction) bool {
+// says reports whether p has a say in direction dir: NetworkPolicies only
+// where they isolate (with the legacy isolation, every one for ingress),
+// admin-tier policies where they have rules.
+func (d *differ) says(p *policy.Policy, dir policy.Direction) bool {
 	if p.Tier == policy.TierNetworkPolicy {
-		return p.Isolates[d]
+		return p.Isolates[dir] || dir == policy.Ingress && d.old.Options().LegacyNamespaceIsolation
 	}
-	return len(p.Rules[d]) > 0
+	return len(p.Rules[dir]) > 0
 }
 
 // of returns the number of p's content.

@@ -91,7 +91,7 @@ func (e *Engine) NewFlow(src, dst Endpoint, port l4.PortSpec) (Flow, error) {
 		var names []string
 		for _, cp := range dst.Pod.Ports {
 			if cp.Name != "" {
-				names = append(names, cp.Name+"="+cp.Port.String())
+				names = append(names, cp.String())
 			}
 		}
 		return f, fmt.Errorf("pod %s declares no container port named %q (it has: %s)", dst.Pod.Key(), port.Name, orNone(names))

@@ -190,7 +190,7 @@ func (e *Engine) classKey(b *strings.Builder, p *state.Pod, withNodes bool) {
 	ports := make([]string, 0, len(p.Ports))
 	for _, cp := range p.Ports {
 		if cp.Name != "" {
-			ports = append(ports, cp.Name+"="+cp.Port.String())
+			ports = append(ports, cp.String())
 		}
 	}
 	sort.Strings(ports)

@@ -107,6 +107,26 @@ func (e *Engine) RuleMatches(r *policy.Rule, f Flow) bool {
 	return matcher{e: e, dir: r.Dir, subject: pod, peer: peer, ports: []l4.Port{f.Port}, dst: f.Dst}.rule(cr, 1) != 0
 }
 
+// PeerMatches reports whether r's peers, on their own, match the other end
+// of f as seen from the pod on r's side: RuleMatches without the ports.
+// diff asks it to find the pods a rule cannot tell apart.
+func (e *Engine) PeerMatches(r *policy.Rule, f Flow) bool {
+	cr, ok := e.rules.get(e)[r]
+	if !ok {
+		return false
+	}
+	subject, peer := f.Dst, f.Src
+	if r.Dir == policy.Egress {
+		subject, peer = f.Src, f.Dst
+	}
+	pod := subject.policyPod()
+	if pod == nil {
+		return false
+	}
+	m := matcher{e: e, dir: r.Dir, subject: pod, peer: peer, ports: []l4.Port{f.Port}, dst: f.Dst}
+	return m.peers(cr)
+}
+
 // AdminRule returns the rule that decides f's dir side in the admin tier —
 // the first matching rule of the admin policies that select that side's
 // pod, in evaluation order — or nil when no admin rule matches. It is the

@@ -71,11 +71,7 @@ func ServicePort(svc *state.Service, spec l4.PortSpec) (*state.ServicePort, erro
 			(spec.Name != "" && p.Name == spec.Name || spec.Name == "" && p.Port.Num == spec.Num) {
 			return p, nil
 		}
-		d := p.Port.String()
-		if p.Name != "" {
-			d = p.Name + "=" + d
-		}
-		have = append(have, d)
+		have = append(have, p.String())
 	}
 	want := spec.Name
 	if want == "" {
@@ -102,18 +98,22 @@ type ServiceVerdict struct {
 	Reachable int // backends allowed
 }
 
+// Reach says whether the source reaches all, some or none of the backends.
+func (v ServiceVerdict) Reach() Reach { return reachOf(v.Reachable, len(v.Backends)) }
+
 // Summary is the verdict in one line.
 func (v ServiceVerdict) Summary() string {
-	if len(v.Backends) == 0 {
+	switch v.Reach() {
+	case ReachNoBackends:
 		return "no backends: the Service port leads nowhere"
-	}
-	if len(v.Backends) == 1 {
-		if v.Reachable == 1 {
+	case ReachAll:
+		if len(v.Backends) == 1 {
 			return "reachable through its only backend"
 		}
-		return "not reachable: its only backend is denied"
-	}
-	if v.Reachable == 0 {
+	case ReachNone:
+		if len(v.Backends) == 1 {
+			return "not reachable: its only backend is denied"
+		}
 		return fmt.Sprintf("not reachable: all %d backends are denied", len(v.Backends))
 	}
 	return fmt.Sprintf("reachable through %d of %d backends", v.Reachable, len(v.Backends))
@@ -182,7 +182,8 @@ func ParseReach(s string) (Reach, error) {
 	return 0, fmt.Errorf("%q: want %s", s, strings.Join(reachNames[:], ", "))
 }
 
-// reachOf is the Reach of allowed backends out of total.
+// reachOf is the reach of a source that is allowed to allowed of total
+// backends: the one place the words all, some and none are decided.
 func reachOf(allowed, total int) Reach {
 	switch {
 	case total == 0:
@@ -195,9 +196,6 @@ func reachOf(allowed, total int) Reach {
 	return ReachSome
 }
 
-// Reach is the verdict as a Reach.
-func (v ServiceVerdict) Reach() Reach { return reachOf(v.Reachable, len(v.Backends)) }
-
 // ServiceColumn is one port of one Service.
 type ServiceColumn struct {
 	Service *state.Service
@@ -205,11 +203,7 @@ type ServiceColumn struct {
 }
 
 func (c ServiceColumn) String() string {
-	p := c.Port.Port.String()
-	if c.Port.Name != "" {
-		p = c.Port.Name + "=" + p
-	}
-	return "svc/" + c.Service.Key() + ":" + p
+	return "svc/" + c.Service.Key() + ":" + c.Port.String()
 }
 
 // ServiceMatrix says, for every source pod and Service port, whether the
