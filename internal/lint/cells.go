@@ -46,9 +46,11 @@ import (
 // peer class and the port's index in space.ports.
 type pos struct{ dir, sc, pc, port int }
 
-func (a pos) before(b pos) bool {
-	return cmp.Or(cmp.Compare(a.dir, b.dir), cmp.Compare(a.sc, b.sc), cmp.Compare(a.pc, b.pc), cmp.Compare(a.port, b.port)) < 0
+func (a pos) compare(b pos) int {
+	return cmp.Or(cmp.Compare(a.dir, b.dir), cmp.Compare(a.sc, b.sc), cmp.Compare(a.pc, b.pc), cmp.Compare(a.port, b.port))
 }
+
+func (a pos) before(b pos) bool { return a.compare(b) < 0 }
 
 // cell is pairs of classes (subject class, peer class) that every check
 // answers alike, on every port.

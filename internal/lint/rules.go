@@ -233,12 +233,7 @@ func (l *linter) override(r *policy.Rule, subjects []int) {
 	for ar := range first {
 		order = append(order, ar)
 	}
-	slices.SortFunc(order, func(a, b *policy.Rule) int {
-		if first[a].before(first[b]) {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(order, func(a, b *policy.Rule) int { return first[a].compare(first[b]) })
 	if decided == 0 {
 		return
 	}
