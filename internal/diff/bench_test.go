@@ -3,8 +3,6 @@ package diff
 import (
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/network-policy-api/apis/v1alpha1"
 
 	"github.com/netpol/netpol/internal/source"
@@ -41,35 +39,26 @@ func BenchmarkDiff(b *testing.B) {
 
 // smallPR changes a synthetic cluster as a small pull request does: three
 // NetworkPolicies removed (the 10th, 20th and 30th), the first ingress rule
-// of the third admin policy turned from Allow to Deny (or Deny to Allow),
-// and two pods (the 100th and 200th) relabelled to another app.
+// of the third admin policy turned from Allow to Deny (or to Allow), and
+// two pods (the 100th and 200th) relabelled to another app.
 func smallPR(objects []source.Object) []source.Object {
-	var out []source.Object
-	var nps, pods, anps int
-	for _, o := range objects {
-		switch v := o.Value.(type) {
-		case *networkingv1.NetworkPolicy:
-			nps++
-			if nps == 10 || nps == 20 || nps == 30 {
-				continue
+	return clusterChange{
+		dropNP:  func(n int) bool { return n == 10 || n == 20 || n == 30 },
+		dropPod: func(int) bool { return false },
+		relabel: func(n int, app string) string {
+			if n == 100 || n == 200 {
+				return "cache"
 			}
-		case *corev1.Pod:
-			pods++
-			if pods == 100 || pods == 200 {
-				v.Labels["app"] = "cache"
+			return app
+		},
+		turn: func(n int, a v1alpha1.AdminNetworkPolicyRuleAction) v1alpha1.AdminNetworkPolicyRuleAction {
+			switch {
+			case n != 3:
+				return a
+			case a == v1alpha1.AdminNetworkPolicyRuleActionAllow:
+				return v1alpha1.AdminNetworkPolicyRuleActionDeny
 			}
-		case *v1alpha1.AdminNetworkPolicy:
-			anps++
-			if anps == 3 && len(v.Spec.Ingress) > 0 {
-				r := &v.Spec.Ingress[0]
-				if r.Action == v1alpha1.AdminNetworkPolicyRuleActionAllow {
-					r.Action = v1alpha1.AdminNetworkPolicyRuleActionDeny
-				} else {
-					r.Action = v1alpha1.AdminNetworkPolicyRuleActionAllow
-				}
-			}
-		}
-		out = append(out, o)
-	}
-	return out
+			return v1alpha1.AdminNetworkPolicyRuleActionAllow
+		},
+	}.apply(objects)
 }

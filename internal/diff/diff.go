@@ -10,10 +10,12 @@
 // since every flow of a new pod would otherwise show up as "gained" and bury
 // the policy changes.
 //
-// The work follows distinct behaviours, not pods squared: a pod's key is its
+// The work follows what changed, not pods squared: a pod's key is its
 // behaviour class in OLD together with its class in NEW, so two pods with
-// the same key decide alike on both sides, and one pair of such joint
-// classes is decided once per port segment.
+// the same key decide alike on both sides (joint classes); a pair of
+// classes whose pods and policies are the same on both sides is not
+// decided at all (unchanged.go), and the others are decided a few pairs
+// per class (pairs.go), each pair on every port segment at once.
 package diff
 
 import (
@@ -189,7 +191,7 @@ func compare(old, new *engine.Engine, opts Options, everyPair bool) *Result {
 	// destination class stands for pairs of quiet pods, which decide alike
 	// in OLD and NEW. The other classes are decided in rows (loud sources
 	// towards every class) and columns (quiet sources towards loud
-	// destinations), a few pairs each (differ.line).
+	// destinations), a few questions each (pairs.go).
 	d := newDiffer(old, new, oldPods, newPods, members, segs)
 	quietSrc, quietDst, selfQuiet := d.quiet()
 	groups := map[[2]string]*Group{}

@@ -1,10 +1,7 @@
 package diff
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,13 +10,12 @@ import (
 	"sigs.k8s.io/network-policy-api/apis/v1alpha1"
 
 	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/golden"
 	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/scenario"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/synth"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of TestGolden from the current code")
 
 // The golden files pin whole results (entries, summaries, Services and the
 // explanations) of diffs between inputs of every shape: the example pull
@@ -35,7 +31,7 @@ func TestGolden(t *testing.T) {
 		var b strings.Builder
 		writeDiff(t, &b, "examples/diff old -> new", old, new, Options{Explain: true})
 		writeDiff(t, &b, "examples/diff new -> old", new, old, Options{Explain: true})
-		golden(t, "examples.txt", b.String())
+		golden.Check(t, "examples.txt", b.String())
 	})
 	t.Run("synth", func(t *testing.T) {
 		old := loadObjects(t, readObjects(t, "../../testdata/synth/small.yaml"))
@@ -43,7 +39,7 @@ func TestGolden(t *testing.T) {
 		var b strings.Builder
 		writeDiff(t, &b, "small -> changed", old, new, Options{})
 		writeDiff(t, &b, "changed -> small", new, old, Options{})
-		golden(t, "synth.txt", b.String())
+		golden.Check(t, "synth.txt", b.String())
 	})
 	t.Run("corpus", func(t *testing.T) {
 		scenarios, err := scenario.LoadFiles([]string{"../../testdata/scenarios"})
@@ -64,7 +60,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(r.Err)
 			}
 		}
-		golden(t, "corpus.txt", b.String())
+		golden.Check(t, "corpus.txt", b.String())
 	})
 	t.Run("random", func(t *testing.T) {
 		var b strings.Builder
@@ -73,7 +69,7 @@ func TestGolden(t *testing.T) {
 			writeDiff(t, &b, fmt.Sprintf("seed %d", seed), old, new, Options{})
 			writeDiff(t, &b, fmt.Sprintf("seed %d reversed", seed), new, old, Options{})
 		}
-		golden(t, "random.txt", b.String())
+		golden.Check(t, "random.txt", b.String())
 	})
 }
 
@@ -155,70 +151,63 @@ func loadYAML(t testing.TB, yaml string) *engine.Engine {
 // app, every eighth admin policy's first ingress rule turned around, and
 // one pod gone.
 func pullRequest(objects []source.Object) []source.Object {
+	return clusterChange{
+		dropNP:  func(n int) bool { return n%10 == 0 },
+		dropPod: func(n int) bool { return n == 5 },
+		relabel: func(n int, app string) string {
+			if n%20 != 0 {
+				return app
+			}
+			return map[string]string{"db": "cache", "cache": "db"}[app]
+		},
+		turn: func(n int, a v1alpha1.AdminNetworkPolicyRuleAction) v1alpha1.AdminNetworkPolicyRuleAction {
+			if n%8 != 0 {
+				return a
+			}
+			return map[v1alpha1.AdminNetworkPolicyRuleAction]v1alpha1.AdminNetworkPolicyRuleAction{
+				v1alpha1.AdminNetworkPolicyRuleActionAllow: v1alpha1.AdminNetworkPolicyRuleActionDeny,
+				v1alpha1.AdminNetworkPolicyRuleActionDeny:  v1alpha1.AdminNetworkPolicyRuleActionPass,
+				v1alpha1.AdminNetworkPolicyRuleActionPass:  v1alpha1.AdminNetworkPolicyRuleActionAllow,
+			}[a]
+		},
+	}.apply(objects)
+}
+
+// clusterChange is what a pull request does to a synthetic cluster, by the
+// number (from 1) of each NetworkPolicy, pod and AdminNetworkPolicy:
+// which it removes, the pods' new app label, the new action of the admin
+// policies' first ingress rule. It changes the objects in place.
+type clusterChange struct {
+	dropNP, dropPod func(n int) bool
+	relabel         func(n int, app string) string
+	turn            func(n int, a v1alpha1.AdminNetworkPolicyRuleAction) v1alpha1.AdminNetworkPolicyRuleAction
+}
+
+func (c clusterChange) apply(objects []source.Object) []source.Object {
 	var out []source.Object
 	var nps, pods, anps int
 	for _, o := range objects {
 		switch v := o.Value.(type) {
 		case *networkingv1.NetworkPolicy:
 			nps++
-			if nps%10 == 0 {
+			if c.dropNP(nps) {
 				continue
 			}
 		case *corev1.Pod:
 			pods++
-			if pods == 5 {
+			if c.dropPod(pods) {
 				continue
 			}
-			if pods%20 == 0 {
-				v.Labels["app"] = map[string]string{"db": "cache", "cache": "db"}[v.Labels["app"]]
+			if app := c.relabel(pods, v.Labels["app"]); app != v.Labels["app"] {
+				v.Labels["app"] = app
 			}
 		case *v1alpha1.AdminNetworkPolicy:
 			anps++
-			if anps%8 == 0 && len(v.Spec.Ingress) > 0 {
-				r := &v.Spec.Ingress[0]
-				r.Action = map[v1alpha1.AdminNetworkPolicyRuleAction]v1alpha1.AdminNetworkPolicyRuleAction{
-					v1alpha1.AdminNetworkPolicyRuleActionAllow: v1alpha1.AdminNetworkPolicyRuleActionDeny,
-					v1alpha1.AdminNetworkPolicyRuleActionDeny:  v1alpha1.AdminNetworkPolicyRuleActionPass,
-					v1alpha1.AdminNetworkPolicyRuleActionPass:  v1alpha1.AdminNetworkPolicyRuleActionAllow,
-				}[r.Action]
+			if len(v.Spec.Ingress) > 0 {
+				v.Spec.Ingress[0].Action = c.turn(anps, v.Spec.Ingress[0].Action)
 			}
 		}
 		out = append(out, o)
 	}
 	return out
-}
-
-// golden compares got with testdata/golden/name, or writes it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		w, g := strings.Split(string(want), "\n"), strings.Split(got, "\n")
-		for i := 0; i < len(w) || i < len(g); i++ {
-			if i >= len(w) || i >= len(g) || w[i] != g[i] {
-				var wl, gl string
-				if i < len(w) {
-					wl = w[i]
-				}
-				if i < len(g) {
-					gl = g[i]
-				}
-				t.Errorf("%s differs from the golden file at line %d:\nwant: %s\ngot:  %s", name, i+1, wl, gl)
-				break
-			}
-		}
-	}
 }

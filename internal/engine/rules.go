@@ -92,28 +92,26 @@ func (e *Engine) PeerSelection(r *policy.Rule, k int) (s Selection, ok bool) {
 // r's policy selects that pod, nor what other rules say; lint uses it to
 // compare rules with each other. A rule of another policy set matches nothing.
 func (e *Engine) RuleMatches(r *policy.Rule, f Flow) bool {
-	cr, ok := e.rules.get(e)[r]
-	if !ok {
-		return false
-	}
-	subject, peer := f.Dst, f.Src
-	if r.Dir == policy.Egress {
-		subject, peer = f.Src, f.Dst
-	}
-	pod := subject.policyPod()
-	if pod == nil {
-		return false
-	}
-	return matcher{e: e, dir: r.Dir, subject: pod, peer: peer, ports: []l4.Port{f.Port}, dst: f.Dst}.rule(cr, 1) != 0
+	cr, m, ok := e.ruleMatcher(r, f)
+	return ok && m.rule(cr, 1) != 0
 }
 
 // PeerMatches reports whether r's peers, on their own, match the other end
 // of f as seen from the pod on r's side: RuleMatches without the ports.
 // diff asks it to find the pods a rule cannot tell apart.
 func (e *Engine) PeerMatches(r *policy.Rule, f Flow) bool {
+	cr, m, ok := e.ruleMatcher(r, f)
+	return ok && m.peers(cr)
+}
+
+// ruleMatcher returns r's compiled form and the matcher of f from r's side
+// (the source for an egress rule, the destination for an ingress rule); ok
+// is false when r is not a rule of the engine's or that side is no pod
+// that policies select.
+func (e *Engine) ruleMatcher(r *policy.Rule, f Flow) (compiledRule, matcher, bool) {
 	cr, ok := e.rules.get(e)[r]
 	if !ok {
-		return false
+		return cr, matcher{}, false
 	}
 	subject, peer := f.Dst, f.Src
 	if r.Dir == policy.Egress {
@@ -121,10 +119,9 @@ func (e *Engine) PeerMatches(r *policy.Rule, f Flow) bool {
 	}
 	pod := subject.policyPod()
 	if pod == nil {
-		return false
+		return cr, matcher{}, false
 	}
-	m := matcher{e: e, dir: r.Dir, subject: pod, peer: peer, ports: []l4.Port{f.Port}, dst: f.Dst}
-	return m.peers(cr)
+	return cr, matcher{e: e, dir: r.Dir, subject: pod, peer: peer, ports: []l4.Port{f.Port}, dst: f.Dst}, true
 }
 
 // AdminRule returns the rule that decides f's dir side in the admin tier —

@@ -46,9 +46,11 @@ import (
 // peer class and the port's index in space.ports.
 type pos struct{ dir, sc, pc, port int }
 
-func (a pos) before(b pos) bool {
-	return cmp.Or(cmp.Compare(a.dir, b.dir), cmp.Compare(a.sc, b.sc), cmp.Compare(a.pc, b.pc), cmp.Compare(a.port, b.port)) < 0
+func (a pos) compare(b pos) int {
+	return cmp.Or(cmp.Compare(a.dir, b.dir), cmp.Compare(a.sc, b.sc), cmp.Compare(a.pc, b.pc), cmp.Compare(a.port, b.port))
 }
+
+func (a pos) before(b pos) bool { return a.compare(b) < 0 }
 
 // cell is pairs of classes (subject class, peer class) that every check
 // answers alike, on every port.
@@ -368,14 +370,22 @@ type question struct {
 	// rules are the admin-tier rules whose matches the answers depend on,
 	// for a subject group, with a key that names them.
 	rules func(sg subjectGroup) (key string, rules []*policy.Rule)
+	// pairs: the answers depend on selections the peer groups do not hold
+	// (NetworkPolicy rules against each other): ask pair by pair, among
+	// the classes the peers can match.
+	pairs bool
 }
 
 // cells calls fn for cells covering every flow between the classes of
 // subjects and the classes peers can match, each flow once; fn returns
 // false to stop.
 func (l *linter) cells(q question, subjects []int, peers [2]peerSet, fn func(cell) bool) {
-	if l.pairwise {
+	switch {
+	case l.pairwise:
 		l.pairCells(subjects, nil, fn)
+		return
+	case q.pairs:
+		l.pairCells(subjects, candidates(peers), fn)
 		return
 	}
 	s := l.space
@@ -558,10 +568,9 @@ func (l *linter) ruleGroups(r *policy.Rule, fam int) []uint64 {
 }
 
 // pairCells calls fn for each pair of a subject class and a class of
-// candidates (nil: every class), one cell per pair: the answer for checks
-// that ask about rules whose selections the peer groups do not hold
-// (NetworkPolicy rules against each other), and, with linter.pairwise, the
-// reference the grouped cells are tested against.
+// candidates (nil: every class), one cell per pair: for question.pairs,
+// and, with linter.pairwise, the reference the grouped cells are tested
+// against.
 func (l *linter) pairCells(subjects []int, candidates []int32, fn func(cell) bool) {
 	s := l.space
 	for _, sc := range subjects {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netpol/netpol/internal/golden"
 	"github.com/netpol/netpol/internal/synth"
 )
 
@@ -26,7 +27,7 @@ func TestCellsAgreeWithPairs(t *testing.T) {
 			l.pairwise = true
 			writeFindings(&pairs, "grouped", l.run(diags, Options{}))
 			if grouped.String() != pairs.String() {
-				t.Fatalf("seed %d variant %d: %s\n%s", seed, variant, firstDifference(pairs.String(), grouped.String()), synth.Random(seed, variant))
+				t.Fatalf("seed %d variant %d: %s\n%s", seed, variant, golden.FirstDifference(pairs.String(), grouped.String()), synth.Random(seed, variant))
 			}
 		}
 	}

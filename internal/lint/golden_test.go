@@ -1,22 +1,18 @@
 package lint
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/netpol/netpol/internal/diag"
 	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/golden"
 	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/scenario"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/synth"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of TestGolden from the current code")
 
 // The golden files pin every finding (message, hint, example, related
 // places) on inputs of every shape: the examples, two synthetic clusters,
@@ -33,14 +29,14 @@ func TestGolden(t *testing.T) {
 			e, diags := loadPaths(t, "../../examples/"+dir)
 			writeFindings(&b, "examples/"+dir, Run(e, diags, Options{}))
 		}
-		golden(t, "examples.txt", b.String())
+		golden.Check(t, "examples.txt", b.String())
 	})
 	for _, name := range []string{"small", "medium"} {
 		t.Run("synth-"+name, func(t *testing.T) {
 			e, diags := loadPaths(t, "../../testdata/synth/"+name+".yaml")
 			var b strings.Builder
 			writeFindings(&b, "testdata/synth/"+name+".yaml", Run(e, diags, Options{}))
-			golden(t, "synth-"+name+".txt", b.String())
+			golden.Check(t, "synth-"+name+".txt", b.String())
 		})
 	}
 	t.Run("corpus", func(t *testing.T) {
@@ -48,7 +44,7 @@ func TestGolden(t *testing.T) {
 		for _, step := range corpusSteps(t) {
 			writeFindings(&b, step.name, Run(step.e, nil, Options{}))
 		}
-		golden(t, "corpus.txt", b.String())
+		golden.Check(t, "corpus.txt", b.String())
 	})
 	t.Run("random", func(t *testing.T) {
 		var b strings.Builder
@@ -56,7 +52,7 @@ func TestGolden(t *testing.T) {
 			e, diags := loadYAML(t, synth.Random(seed, 0))
 			writeFindings(&b, fmt.Sprintf("seed %d", seed), Run(e, diags, Options{}))
 		}
-		golden(t, "random.txt", b.String())
+		golden.Check(t, "random.txt", b.String())
 	})
 }
 
@@ -140,50 +136,3 @@ func writeFindings(b *strings.Builder, title string, fs []Finding) {
 // files are a third shorter.
 var fixedHint = map[string]bool{CodeSelectsNothing: true, CodeDNSBlocked: true, CodeIsolatedNoAllow: true, CodeRuleShadowed: true,
 	CodeAdminOverridesNP: true, CodeDomainNames: true, CodeClusterIPBlock: true, CodeUnknownField: true, CodeInput: true, CodeNoPods: true}
-
-// golden compares got with testdata/golden/name, or writes it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file:\n%s", name, firstDifference(string(want), got))
-	}
-}
-
-// firstDifference shows the first differing line with some context.
-func firstDifference(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			title := ""
-			for j := i; j >= 0 && j < len(w); j-- {
-				if strings.HasPrefix(w[j], "== ") {
-					title = w[j]
-					break
-				}
-			}
-			return fmt.Sprintf("in %q, line %d:\nwant: %s\ngot:  %s", title, i+1, wl, gl)
-		}
-	}
-	return "(no difference)"
-}

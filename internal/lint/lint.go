@@ -9,9 +9,11 @@
 // Findings are asked of the engine, not guessed from selectors: a rule is
 // "overridden" when the engine's trace says an admin rule decided every flow
 // the rule matches, among the pods of the given state. To stay fast it asks
-// about one pair of pods per pair of behaviour classes (engine.Classes) and one
-// port per range of ports that no policy or container port splits, then
-// counts the pod pairs each answer stands for.
+// about one pair of pods per cell (cells.go: pairs of behaviour classes that
+// the question's rules cannot tell apart) and one port per range of ports
+// that no policy or container port splits, then counts the pod pairs each
+// answer stands for; the examples are the ones pair-by-pair asking would
+// find first.
 //
 // Flows are between pods of the given state; addresses outside the cluster
 // and nodes are not enumerated, so an ipBlock or networks rule is judged

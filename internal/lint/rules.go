@@ -233,12 +233,7 @@ func (l *linter) override(r *policy.Rule, subjects []int) {
 	for ar := range first {
 		order = append(order, ar)
 	}
-	slices.SortFunc(order, func(a, b *policy.Rule) int {
-		if first[a].before(first[b]) {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(order, func(a, b *policy.Rule) int { return first[a].compare(first[b]) })
 	if decided == 0 {
 		return
 	}
@@ -311,31 +306,16 @@ func (l *linter) shadow(r *policy.Rule, earlier []*policy.Rule, subjects []int) 
 		ex.offer(f, c.at(0, port))
 		return true
 	}
+	q := question{dir: r.Dir}
 	if r.Policy.Tier != policy.TierNetworkPolicy {
 		// The answers depend on the earlier rules and r.
 		rules := append(slices.Clip(earlier), r)
-		q := question{dir: r.Dir, rules: func(subjectGroup) (string, []*policy.Rule) {
-			return "shadow " + placeOf(r).String(), rules
-		}}
-		l.ruleFlows(r, subjects, q, match)
+		q.rules = func(subjectGroup) (string, []*policy.Rule) { return "shadow " + placeOf(r).String(), rules }
 	} else {
-		// NetworkPolicy rules' selections are not in the peer groups:
-		// ask pair by pair, among the classes r's peers can match.
-		ports := l.space.rulePorts(r)
-		l.pairCells(subjects, candidates(l.peers(r)), func(c cell) bool {
-			f, ok := l.space.cellFlow(c, r.Dir)
-			if !ok {
-				return true
-			}
-			for _, i := range ports {
-				f.Port = l.space.ports[i]
-				if l.e.RuleMatches(r, f) && !match(f, c, i) {
-					return false
-				}
-			}
-			return true
-		})
+		// NetworkPolicy rules' selections are not in the peer groups.
+		q.pairs = true
 	}
+	l.ruleFlows(r, subjects, q, match)
 	if total == 0 || !covered {
 		return
 	}
