@@ -39,8 +39,8 @@ type differ struct {
 	was, is          []bool // decide's buffers
 	relative         bool   // some selection is relative to the subject's namespace
 	// peerBits remembers, per subject rules and direction, the bits of
-	// every other class (peerBitsOf).
-	peerBits map[string][]string
+	// the other classes asked about (peerBitsOf).
+	peerBits map[string]map[int32]string
 	srcKeys  []string // per class: srcKey, when computed
 	dstKeys  []string
 	peerKeys [2][]string // per direction and class: peerKey
@@ -51,7 +51,7 @@ type differ struct {
 
 func newDiffer(old, new *engine.Engine, oldPods, newPods []*state.Pod, members [][]int, segs []l4.Range) *differ {
 	d := &differ{old: old, new: new, oldPods: oldPods, newPods: newPods, members: members, segs: segs,
-		keys: newPolicyKeys(), peerBits: map[string][]string{},
+		keys: newPolicyKeys(), peerBits: map[string]map[int32]string{},
 		srcKeys: make([]string, len(members)), dstKeys: make([]string, len(members))}
 	d.peerKeys = [2][]string{make([]string, len(members)), make([]string, len(members))}
 	d.was, d.is = make([]bool, len(segs)), make([]bool, len(segs))
@@ -361,15 +361,14 @@ func (lr *lineRules) mayChange(d *differ, o int) bool {
 func (d *differ) peerBitsOf(lr *lineRules, o int) string {
 	bits := d.peerBits[lr.key]
 	if bits == nil {
-		bits = make([]string, len(d.members))
+		bits = map[int32]string{}
 		d.peerBits[lr.key] = bits
 	}
-	if bits[o] != "" {
-		return bits[o]
+	if b, ok := bits[int32(o)]; ok {
+		return b
 	}
 	oo, no := d.pods(o)
 	var b strings.Builder
-	b.WriteByte('|') // never empty: "" marks what is not computed
 	for i, s := range lr.sides {
 		src, dst := s.pod, [2]*state.Pod{oo, no}[i]
 		if lr.dir == policy.Ingress {
@@ -389,8 +388,8 @@ func (d *differ) peerBitsOf(lr *lineRules, o int) string {
 		}
 		b.WriteByte('|')
 	}
-	bits[o] = b.String()
-	return bits[o]
+	bits[int32(o)] = b.String()
+	return bits[int32(o)]
 }
 
 // rulesKey names what peerBitsOf's answers for a subject depend on: its
