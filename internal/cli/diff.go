@@ -89,7 +89,10 @@ it), 2 trouble (bad input or flags, a cluster that cannot be read).`,
 			if new, err = in.loadFrom(cmd, shape, args[len(args)-1:]); err != nil {
 				return sideError("NEW", err)
 			}
+			p := startProgress(cmd, in.quiet)
+			p.Stage(fmt.Sprintf("comparing %d pods with %d", len(old.Cluster().Pods), len(new.Cluster().Pods)), nil, "")
 			r := diff.Compare(old, new, diff.Options{Explain: explain})
+			p.Stop()
 			w := cmd.OutOrStdout()
 			switch output {
 			case "json":
