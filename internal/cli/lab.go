@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -211,18 +212,27 @@ func writeProbe(w io.Writer, output string, rows []probeRow, bad int) error {
 	default:
 		return usageError{fmt.Errorf("--output %q: want text or json", output)}
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FROM\tTO\tADDRESS\tPORT\tKERNEL\tPREDICTED")
-	for _, r := range rows {
-		mark := ""
-		if r.Mismatch {
-			mark = "  <-- MISMATCH"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s%s\n", r.From, r.To, r.Dst, r.Port, r.Kernel, r.Predicted, mark)
-	}
-	tw.Flush()
+	writeProbeTable(w, []string{"FROM", "TO", "ADDRESS", "PORT", "KERNEL", "PREDICTED"}, len(rows), func(i int) ([]string, bool) {
+		r := rows[i]
+		return []string{r.From, r.To, r.Dst, r.Port, r.Kernel, r.Predicted}, r.Mismatch
+	})
 	fmt.Fprintf(w, "\n%d flows probed, %d mismatches\n", len(rows), bad)
 	return nil
+}
+
+// writeProbeTable writes a probe's rows as a table, marking mismatches.
+func writeProbeTable(w io.Writer, header []string, n int, row func(i int) (cells []string, mismatch bool)) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for i := range n {
+		cells, mismatch := row(i)
+		line := strings.Join(cells, "\t")
+		if mismatch {
+			line += "  <-- MISMATCH"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	tw.Flush()
 }
 
 // probeProgress shows how much of a probe is done on a

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -76,16 +75,10 @@ func writeServiceProbe(w io.Writer, output string, rows []serviceProbeRow, bad i
 	if output == "json" {
 		return writeJSON(w, map[string]any{"backends": rows, "probed": len(rows), "mismatches": bad})
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FROM\tSERVICE\tPORT\tADDRESS\tBACKEND\tKERNEL\tPREDICTED")
-	for _, r := range rows {
-		mark := ""
-		if r.Mismatch {
-			mark = "  <-- MISMATCH"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", r.From, r.Service, r.Port, r.Addr, r.Backend, r.Kernel, r.Predicted, mark)
-	}
-	tw.Flush()
+	writeProbeTable(w, []string{"FROM", "SERVICE", "PORT", "ADDRESS", "BACKEND", "KERNEL", "PREDICTED"}, len(rows), func(i int) ([]string, bool) {
+		r := rows[i]
+		return []string{r.From, r.Service, r.Port, r.Addr, r.Backend, r.Kernel, r.Predicted}, r.Mismatch
+	})
 	fmt.Fprintf(w, "\n%d backends probed through their Services, %d mismatches\n", len(rows), bad)
 	return nil
 }
