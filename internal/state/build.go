@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -258,6 +259,7 @@ func (b *builder) addPod(o source.Object, podLabels map[string]string, namespace
 		p.Labels[k] = v
 	}
 	r := o.Reporter(&b.diags)
+	var names []string // port names, unique across the pod's containers (the API server's validation)
 	for ci, c := range spec.Containers {
 		for pi, cp := range c.Ports {
 			field := fmt.Sprintf("spec.containers[%d].ports[%d]", ci, pi)
@@ -275,6 +277,13 @@ func (b *builder) addPod(o source.Object, podLabels map[string]string, namespace
 			if cp.ContainerPort < 1 || cp.ContainerPort > 65535 {
 				r.Errorf(field+".containerPort", "must be 1-65535, got %d", cp.ContainerPort)
 				continue
+			}
+			if cp.Name != "" {
+				if slices.Contains(names, cp.Name) {
+					r.Errorf(field+".name", "Duplicate value: %q", cp.Name)
+					continue
+				}
+				names = append(names, cp.Name)
 			}
 			p.Ports = append(p.Ports, ContainerPort{Name: cp.Name, Port: l4.Port{Proto: proto, Num: uint16(cp.ContainerPort)}})
 		}

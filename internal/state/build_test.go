@@ -230,3 +230,24 @@ spec: {containers: [{name: c, ports: [{containerPort: 70000}]}]}
 		t.Errorf("findings:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestDuplicatePortNameIsAnError: container port names are unique in a pod,
+// across its containers, as the API server validates them. Two ports of
+// one name would make a named port mean either, depending on their order.
+func TestDuplicatePortNameIsAnError(t *testing.T) {
+	const in = `apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: x}
+spec:
+  containers:
+  - {name: a, ports: [{name: http, containerPort: 80}]}
+  - {name: b, ports: [{name: http, containerPort: 8080}, {containerPort: 9090}, {containerPort: 9091}]}
+`
+	dec := &source.Decoder{}
+	objs := dec.Decode("pod.yaml", []byte(in))
+	_, diags := state.Build(objs, state.Options{})
+	want := `error: pod.yaml: Pod x/web: spec.containers[1].ports[0].name: Duplicate value: "http"`
+	if got := diagLines(append(dec.Diags, diags...)); got != want {
+		t.Errorf("findings:\n%s\nwant:\n%s", got, want)
+	}
+}
