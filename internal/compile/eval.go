@@ -23,32 +23,51 @@ type Side struct {
 	By *Rule
 }
 
+// Evaluator decides connections with one IR's tables (IR.Evaluator).
+type Evaluator struct {
+	egress    map[netip.Addr]string // a local pod's address -> its table
+	ingress   map[netip.Addr]string
+	tables    map[string]*Table
+	sets      map[string]*AddrSet
+	endpoints map[string]*EndpointSet
+}
+
+// Evaluator indexes the IR's tables and sets once, for many Decide calls.
+func (ir *IR) Evaluator() *Evaluator {
+	ev := &Evaluator{egress: map[netip.Addr]string{}, ingress: map[netip.Addr]string{}, tables: make(map[string]*Table, len(ir.Tables)),
+		sets: make(map[string]*AddrSet, len(ir.Sets)), endpoints: make(map[string]*EndpointSet, len(ir.EndpointSets))}
+	for _, p := range ir.Pods {
+		for _, ip := range p.IPs {
+			if p.Egress != "" {
+				ev.egress[ip] = p.Egress
+			}
+			if p.Ingress != "" {
+				ev.ingress[ip] = p.Ingress
+			}
+		}
+	}
+	for _, t := range ir.Tables {
+		ev.tables[t.Name] = t
+	}
+	for _, s := range ir.Sets {
+		ev.sets[s.Name] = s
+	}
+	for _, s := range ir.EndpointSets {
+		ev.endpoints[s.Name] = s
+	}
+	return ev
+}
+
 // Decide evaluates the connection src -> dst on port with the IR's
 // tables: egress when src is one of the node's pods, ingress when dst is.
 // Staged (log-only) tables decide nothing and are not walked.
-func (ir *IR) Decide(src, dst netip.Addr, port l4.Port) (egress, ingress Side) {
-	tables := make(map[string]*Table, len(ir.Tables))
-	for _, t := range ir.Tables {
-		tables[t.Name] = t
-	}
-	sets := make(map[string]*AddrSet, len(ir.Sets))
-	for _, s := range ir.Sets {
-		sets[s.Name] = s
-	}
-	endpoints := make(map[string]*EndpointSet, len(ir.EndpointSets))
-	for _, s := range ir.EndpointSets {
-		endpoints[s.Name] = s
-	}
+func (ev *Evaluator) Decide(src, dst netip.Addr, port l4.Port) (egress, ingress Side) {
 	egress, ingress = Side{Allowed: true}, Side{Allowed: true}
-	for _, p := range ir.Pods {
-		for _, ip := range p.IPs {
-			if ip == src && p.Egress != "" {
-				egress = walk(tables[p.Egress], dst, port, sets, endpoints)
-			}
-			if ip == dst && p.Ingress != "" {
-				ingress = walk(tables[p.Ingress], src, port, sets, endpoints)
-			}
-		}
+	if t, ok := ev.egress[src]; ok {
+		egress = walk(ev.tables[t], dst, port, ev.sets, ev.endpoints)
+	}
+	if t, ok := ev.ingress[dst]; ok {
+		ingress = walk(ev.tables[t], src, port, ev.sets, ev.endpoints)
 	}
 	return egress, ingress
 }

@@ -19,9 +19,9 @@ import (
 // returns the first disagreements.
 func agreeWithDecide(e *engine.Engine) []string {
 	c := e.Cluster()
-	irs := map[string]*compile.IR{}
+	irs := map[string]*compile.Evaluator{}
 	for _, n := range c.Nodes {
-		irs[n.Name] = compile.Node(e, n.Name)
+		irs[n.Name] = compile.Node(e, n.Name).Evaluator()
 	}
 	extra := []l4.Port{{Proto: l4.TCP, Num: 80}, {Proto: l4.TCP, Num: 81}, {Proto: l4.UDP, Num: 53}, {Proto: l4.SCTP, Num: 80}, {Proto: l4.TCP, Num: 65535}}
 	var bad []string
