@@ -319,7 +319,7 @@ func (c *compiler) addrSet(peer engine.PeerSet) string {
 // domainSet returns the name of the set of a domainNames peer's
 // addresses, creating it (empty: the agent fills it).
 func (c *compiler) domainSet(peer engine.PeerSet) string {
-	name := "d-" + shortHash(peer.Key)
+	name := DomainSetPrefix + shortHash(peer.Key)
 	if _, ok := c.domains[name]; !ok {
 		s := &DomainSet{Name: name}
 		for _, p := range peer.Domains {

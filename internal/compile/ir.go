@@ -116,6 +116,10 @@ type AddrSet struct {
 	Prefixes []netip.Prefix `json:"prefixes"`
 }
 
+// DomainSetPrefix starts the name of every DomainSet, and no other set's:
+// a renderer tells by it which sets hold learned elements to keep.
+const DomainSetPrefix = "d-"
+
 // DomainSet stands for the addresses of a domainNames peer's names. Its
 // elements are not the compiler's: the agent adds each address a local
 // pod's DNS answer gave for a matching name, for the answer's TTL

@@ -293,9 +293,9 @@ func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transac
 func isBase(name string) bool { return name == chainForward || name == chainInput }
 
 // isDomainSet reports whether a set of the table is a domain set
-// (compile.DomainSet, named d-<hash>-4 or -6), whose elements the agent
-// learns.
-func isDomainSet(name string) bool { return strings.HasPrefix(name, "d-") }
+// (compile.DomainSet, with -4 or -6 after its name), whose elements the
+// agent learns.
+func isDomainSet(name string) bool { return strings.HasPrefix(name, compile.DomainSetPrefix) }
 
 // writeAll writes a whole table from nothing.
 func writeAll(tx *knftables.Transaction, want *ruleset, st *Stats) {
