@@ -9,7 +9,6 @@ import (
 
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
-	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/state"
 )
 
@@ -131,11 +130,8 @@ func (o *explainOptions) run(cmd *cobra.Command) (denied bool, err error) {
 		if _, err := netip.ParseAddr(o.to); err != nil {
 			return false, usageError{fmt.Errorf("--resolved-as: --to must be an address (it is %q)", o.to)}
 		}
-		for _, n := range o.resolvedAs {
-			if !engine.IsDomainName(n) {
-				return false, usageError{fmt.Errorf("--resolved-as %q: not a DNS name", n)}
-			}
-			dst.Names = append(dst.Names, policy.CanonicalDomain(n))
+		if dst, err = dst.ResolvedAs(o.resolvedAs); err != nil {
+			return false, usageError{fmt.Errorf("--resolved-as %w", err)}
 		}
 	} else if len(dst.Names) > 0 && src.IP.Is6() {
 		dst = e.NameEndpoint(o.to, src.IP) // a stand-in of the source's family

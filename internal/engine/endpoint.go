@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/netpol/netpol/internal/l4"
@@ -177,6 +178,18 @@ var hostnameRE = regexp.MustCompile(`^([a-zA-Z0-9_]([-a-zA-Z0-9_]*[a-zA-Z0-9])?\
 func IsDomainName(s string) bool {
 	_, err := netip.ParseAddr(s)
 	return err != nil && len(s) <= 253 && hostnameRE.MatchString(s)
+}
+
+// ResolvedAs is ep as the address that names resolved to, which
+// domainNames peers match by those names (explain --resolved-as).
+func (ep Endpoint) ResolvedAs(names []string) (Endpoint, error) {
+	for _, n := range names {
+		if !IsDomainName(n) {
+			return ep, fmt.Errorf("%q is not a DNS name", n)
+		}
+		ep.Names = append(slices.Clip(ep.Names), policy.CanonicalDomain(n))
+	}
+	return ep, nil
 }
 
 // stand-ins are the addresses a flow to a name may take (documentation

@@ -16,7 +16,6 @@ import (
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/pipeline"
-	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/state"
 )
@@ -377,11 +376,8 @@ func runStep(st *store, file string, i int, step Step, opts Options, sr *StepRes
 		if err != nil {
 			return fmt.Errorf("%s steps[%d].flows[%d].to: %w", file, i, j, err)
 		}
-		for _, n := range f.ResolvedAs {
-			if !engine.IsDomainName(n) {
-				return fmt.Errorf("%s steps[%d].flows[%d].resolvedAs: %q is not a DNS name", file, i, j, n)
-			}
-			dst.Names = append(dst.Names, policy.CanonicalDomain(n))
+		if dst, err = dst.ResolvedAs(f.ResolvedAs); err != nil {
+			return fmt.Errorf("%s steps[%d].flows[%d].resolvedAs: %w", file, i, j, err)
 		}
 		flow, err := e.NewFlow(src, dst, spec)
 		if err != nil {
