@@ -61,7 +61,7 @@ func (l *linter) unreachableServices() {
 						order = append(order, s)
 					}
 					for _, m := range members {
-						if !u.seen[m] && !isBackend(s, m) {
+						if !u.seen[m] && !slices.Contains(backendOf[m], s) { // a backend is no user of its own Service
 							u.seen[m] = true
 							u.users = append(u.users, m)
 						}
@@ -116,17 +116,6 @@ func allowsATarget(r *policy.Rule, s *state.Service, dst *state.Pod) bool {
 				continue
 			}
 			if r.AllPorts || slices.ContainsFunc(r.Ports, func(pm policy.PortMatch) bool { return portAllows(pm, dst, b.Port) }) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func isBackend(s *state.Service, p *state.Pod) bool {
-	for _, sp := range s.Ports {
-		for _, b := range sp.Backends {
-			if b.Pod == p {
 				return true
 			}
 		}
