@@ -146,30 +146,12 @@ func (l *Lab) Probe(src Pod, dst netip.Addr, port l4.Port) (bool, error) {
 	if port.Proto == l4.SCTP {
 		return l.probeSCTP(src, dst, port.Num)
 	}
-	addr := net.JoinHostPort(dst.String(), strconv.Itoa(int(port.Num)))
-	var conn net.Conn
-	var dialErr error
-	err := inNamespace(src.Namespace, func() error {
-		d := net.Dialer{Timeout: ProbeTimeout}
-		switch port.Proto {
-		case l4.TCP:
-			conn, dialErr = d.Dial(network("tcp", dst), addr)
-		case l4.UDP:
-			conn, dialErr = d.Dial(network("udp", dst), addr)
-		default:
-			return fmt.Errorf("cannot probe %s", port)
-		}
-		return nil
-	})
+	conn, err := dialFrom(src, dst, port)
 	if err != nil {
-		return false, err
-	}
-	if dialErr != nil {
-		var ne net.Error
-		if errors.As(dialErr, &ne) && ne.Timeout() {
+		if isTimeout(err) {
 			return false, nil
 		}
-		return false, dialErr // refused or unreachable: the lab is broken, not the policy
+		return false, err // refused or unreachable: the lab is broken, not the policy
 	}
 	defer conn.Close()
 	if port.Proto == l4.TCP {
@@ -181,8 +163,7 @@ func (l *Lab) Probe(src Pod, dst netip.Addr, port l4.Port) (bool, error) {
 	}
 	buf := make([]byte, 16)
 	if _, err := conn.Read(buf); err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
+		if isTimeout(err) {
 			return false, nil
 		}
 		return false, err
@@ -295,15 +276,35 @@ func (l *Lab) InPod(p Pod, fn func() error) error { return inNamespace(p.Namespa
 
 // Dial opens a TCP connection from src that the caller keeps.
 func (l *Lab) Dial(src Pod, dst netip.Addr, port l4.Port) (net.Conn, error) {
+	return dialFrom(src, dst, l4.Port{Proto: l4.TCP, Num: port.Num})
+}
+
+// dialFrom connects from pod src's namespace to dst on port (TCP or UDP),
+// giving up after ProbeTimeout (isTimeout: policy dropped it).
+func dialFrom(src Pod, dst netip.Addr, port l4.Port) (net.Conn, error) {
+	proto := "tcp"
+	switch port.Proto {
+	case l4.TCP:
+	case l4.UDP:
+		proto = "udp"
+	default:
+		return nil, fmt.Errorf("cannot probe %s", port)
+	}
 	var conn net.Conn
 	var dialErr error
 	err := inNamespace(src.Namespace, func() error {
 		d := net.Dialer{Timeout: ProbeTimeout}
-		conn, dialErr = d.Dial(network("tcp", dst), net.JoinHostPort(dst.String(), strconv.Itoa(int(port.Num))))
+		conn, dialErr = d.Dial(network(proto, dst), net.JoinHostPort(dst.String(), strconv.Itoa(int(port.Num))))
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return conn, dialErr
+}
+
+// isTimeout reports whether err is a probe's time running out.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -329,29 +327,12 @@ func (l *Lab) probeService(ctx context.Context, src Pod, addr netip.Addr, p Serv
 // who connects from src to addr:port and returns the pod that answered,
 // "" when nothing did before ProbeTimeout (the policy dropped it).
 func (l *Lab) who(src Pod, addr netip.Addr, port l4.Port) (string, error) {
-	proto := "tcp"
-	switch port.Proto {
-	case l4.TCP:
-	case l4.UDP:
-		proto = "udp"
-	default:
-		return "", fmt.Errorf("cannot probe %s through a Service", port)
-	}
-	var conn net.Conn
-	var dialErr error
-	err := inNamespace(src.Namespace, func() error {
-		d := net.Dialer{Timeout: ProbeTimeout}
-		conn, dialErr = d.Dial(network(proto, addr), net.JoinHostPort(addr.String(), strconv.Itoa(int(port.Num))))
-		return nil
-	})
+	conn, err := dialFrom(src, addr, port)
 	if err != nil {
-		return "", err
-	}
-	if dialErr != nil {
-		if ne, ok := dialErr.(net.Error); ok && ne.Timeout() {
+		if isTimeout(err) {
 			return "", nil
 		}
-		return "", dialErr
+		return "", err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(ProbeTimeout))
@@ -360,7 +341,7 @@ func (l *Lab) who(src Pod, addr netip.Addr, port l4.Port) (string, error) {
 	}
 	line, err := bufio.NewReader(conn).ReadString('\n')
 	if err != nil {
-		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		if isTimeout(err) {
 			return "", nil
 		}
 		return "", err
