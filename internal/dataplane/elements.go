@@ -29,6 +29,10 @@ type Element struct {
 	Proto    l4.Protocol // endpoint sets
 	Port     uint16      // endpoint sets
 	Jump     string      // verdict maps: the chain to jump to
+	// Timeout, in a set with flags timeout, is how long the element
+	// stays: the kernel removes it then. Writing the element again sets
+	// a new timeout (Linux 6.x; older kernels keep the first).
+	Timeout time.Duration
 }
 
 // Elements writes set and map elements of one nftables table straight over
@@ -81,6 +85,7 @@ const (
 	nftaSetElemKey          = 1
 	nftaSetElemData         = 2
 	nftaSetElemFlags        = 3
+	nftaSetElemTimeout      = 4
 	nftaDataValue           = 1
 	nftaDataVerdict         = 2
 	nftaVerdictCode         = 1
@@ -202,6 +207,9 @@ func encodeElement(e Element) ([]attrs, error) {
 		return nil, fmt.Errorf("element without an address")
 	}
 	addr := e.Prefix.Masked().Addr()
+	if e.Timeout > 0 && (e.Interval || e.Jump != "" || e.Proto != 0) {
+		return nil, fmt.Errorf("%s: only address sets take a timeout here", e.Prefix)
+	}
 	switch {
 	case e.Interval:
 		first := elementAttrs(addr.AsSlice(), 0, "")
@@ -229,7 +237,11 @@ func encodeElement(e Element) ([]attrs, error) {
 		key = append(key, 0, 0)
 		return []attrs{elementAttrs(key, 0, "")}, nil
 	}
-	return []attrs{elementAttrs(addr.AsSlice(), 0, "")}, nil
+	el := elementAttrs(addr.AsSlice(), 0, "")
+	if e.Timeout > 0 {
+		el.put(nftaSetElemTimeout, binary.BigEndian.AppendUint64(nil, uint64(e.Timeout.Milliseconds())))
+	}
+	return []attrs{el}, nil
 }
 
 func elementAttrs(key []byte, flags uint32, jump string) attrs {

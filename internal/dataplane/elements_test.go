@@ -3,9 +3,11 @@ package dataplane_test
 import (
 	"context"
 	"net/netip"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/knftables"
@@ -244,5 +246,61 @@ func TestLabElementsLargeBatch(t *testing.T) {
 		if a := count("a4"); a != n/2 {
 			t.Fatalf("after deleting every other address: %d, want %d", a, n/2)
 		}
+	})
+}
+
+// TestLabElementsTimeout: an element written with a timeout into a set
+// with flags timeout carries it (as nft shows it), is refreshed when it is
+// written again (this is how a DNS answer extends what an earlier one
+// taught), and leaves the set by itself when it expires.
+func TestLabElementsTimeout(t *testing.T) {
+	inNewNetns(t, func(nf knftables.Interface) {
+		ctx := context.Background()
+		tx := nf.NewTransaction()
+		tx.Add(&knftables.Table{})
+		tx.Add(&knftables.Set{Name: "d4", Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.TimeoutFlag}})
+		tx.Add(&knftables.Set{Name: "d6", Type: "ipv6_addr", Flags: []knftables.SetFlag{knftables.TimeoutFlag}})
+		if err := nf.Run(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+		w := dataplane.Elements{Family: unix.NFPROTO_INET, Table: "netpol"}
+		if err := w.Write([]dataplane.Element{
+			{Set: "d4", Prefix: pfx("198.18.0.1/32"), Timeout: time.Hour},
+			{Set: "d4", Prefix: pfx("198.18.0.2/32"), Timeout: time.Second},
+			{Set: "d6", Prefix: pfx("fd00::1/128"), Timeout: 90 * time.Second},
+		}, dataplane.Unused{}); err != nil {
+			t.Fatal(err)
+		}
+		listed := func(set string) string {
+			out, err := exec.Command("nft", "list", "set", "inet", "netpol", set).CombinedOutput()
+			if err != nil {
+				t.Fatalf("nft list set %s: %v: %s", set, err, out)
+			}
+			return string(out)
+		}
+		if got := listed("d4"); !strings.Contains(got, "198.18.0.1 timeout 1h expires") || !strings.Contains(got, "198.18.0.2 timeout 1s expires") {
+			t.Errorf("set d4:\n%s\nwant 198.18.0.1 with timeout 1h and 198.18.0.2 with 1s", got)
+		}
+		if got := listed("d6"); !strings.Contains(got, "fd00::1 timeout 1m30s expires") {
+			t.Errorf("set d6:\n%s\nwant fd00::1 with timeout 1m30s", got)
+		}
+		// Written again with a longer timeout: the element keeps its place
+		// and takes the new one.
+		if err := w.Write([]dataplane.Element{{Set: "d6", Prefix: pfx("fd00::1/128"), Timeout: 2 * time.Hour}}, dataplane.Unused{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := listed("d6"); !strings.Contains(got, "fd00::1 timeout 2h expires") {
+			t.Errorf("set d6 after writing fd00::1 again:\n%s\nwant its timeout 2h", got)
+		}
+		// The one-second element expires on its own (the kernel's garbage
+		// collection runs within a second or so after that).
+		deadline := time.Now().Add(10 * time.Second)
+		for strings.Contains(listed("d4"), "198.18.0.2") {
+			if time.Now().After(deadline) {
+				t.Fatalf("198.18.0.2 still in d4 10s after it expired:\n%s", listed("d4"))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		expectElements(t, nf, map[string][]string{"d4": {"198.18.0.1"}})
 	})
 }
