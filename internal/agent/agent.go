@@ -66,6 +66,12 @@ type Config struct {
 	// to have changed: the drift check cannot see a rule or element
 	// removed from inside a chain or set. 0: never.
 	Resync time.Duration
+	// DNS learns the addresses of domainNames rules (dns.go); nil: they
+	// are never learned, so their connections are denied.
+	DNS DNSLearner
+	// DNSServers are the addresses whose DNS answers teach; none: the
+	// cluster IPs of the Service kube-system/kube-dns in the input.
+	DNSServers []netip.Addr
 }
 
 // Auditor turns the kernel's log into audit lines (package audit).
@@ -171,7 +177,11 @@ func New(cfg Config, renderer *nft.Renderer, logTx func(string)) *Agent {
 	// files as from a cluster: it is left out and reported (a node that
 	// refused the whole input would enforce nothing, or nothing new).
 	cfg.Pipeline.SkipInvalid = true
-	return &Agent{cfg: cfg, renderer: renderer, status: Status{Node: cfg.Node}, logTx: logTx, metrics: newMetrics(),
+	m := newMetrics()
+	if cfg.DNS != nil {
+		m.registry.MustRegister(dnsCollectors(cfg.DNS)...)
+	}
+	return &Agent{cfg: cfg, renderer: renderer, status: Status{Node: cfg.Node}, logTx: logTx, metrics: m,
 		health: health{deadline: time.Minute + 10*cfg.Interval}, builder: &pipeline.Builder{Options: cfg.Pipeline},
 		compiler: compile.Compiler{AuditDenies: cfg.AuditDenies}}
 }
@@ -367,6 +377,7 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 		a.status.Stats = st
 		a.metrics.latency.Observe(time.Since(noticed).Seconds())
 		a.health.programmed()
+		a.updateDNS(ctx, e, ir)
 	}
 	if a.cfg.Conntrack != nil && !a.cfg.DryRun && a.status.Stats.Operations > 0 {
 		a.cutAfter(ctx, cutJob{e: e, local: localPods(ir), input: fp})

@@ -34,6 +34,7 @@ const (
 	stageInput  = "input"  // the input could not be read or is invalid as a whole
 	stageKernel = "kernel" // nftables refused the transaction
 	stageStatus = "status" // the policies' status could not be written
+	stageDNS    = "dns"    // the DNS proxy could not follow a pass
 )
 
 func newMetrics() *metrics {
@@ -53,7 +54,7 @@ func newMetrics() *metrics {
 		pods:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_local_pods", Help: "Pods of this node that the agent programs."}),
 		invalid:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_invalid_objects", Help: "Objects left out of enforcement because they are invalid."}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "netpol_errors_total",
-			Help: "Failed passes by stage: input, kernel, status."}, []string{"stage"}),
+			Help: "Failed passes by stage: input, kernel, status, dns."}, []string{"stage"}),
 		cut: prometheus.NewCounter(prometheus.CounterOpts{Name: "netpol_conntrack_entries_cut_total",
 			Help: "Conntrack entries deleted because a policy change denies their connection."}),
 	}
@@ -64,7 +65,7 @@ func newMetrics() *metrics {
 	m.registry.MustRegister(m.sync, m.latency, m.chains, m.rules, m.sets, m.elements, m.pods, m.invalid, m.errors, m.cut,
 		m.drift, m.failing,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
-	for _, stage := range []string{stageInput, stageKernel, stageStatus} {
+	for _, stage := range []string{stageInput, stageKernel, stageStatus, stageDNS} {
 		m.errors.WithLabelValues(stage) // export zeros: a rate over a missing series is no answer
 	}
 	return m

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -27,6 +29,7 @@ import (
 	"github.com/netpol/netpol/internal/audit"
 	"github.com/netpol/netpol/internal/dataplane"
 	"github.com/netpol/netpol/internal/dataplane/nflog"
+	"github.com/netpol/netpol/internal/dnsproxy"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/source/kube"
@@ -84,6 +87,8 @@ func newAgent() *cobra.Command {
 	var inCluster, once, elementsViaNft bool
 	var listen, auditLog string
 	reportStatus := true
+	dnsProxy, dnsKernel, dnsLimits := true, dnsproxy.DefaultKernel, dnsproxy.DefaultLimits
+	var dnsServers []net.IP
 	cmd := &cobra.Command{
 		Use:   "agent --node NAME (--source DIR | --kubeconfig FILE | --in-cluster)",
 		Short: "Enforce the policies for the pods of one node with nftables",
@@ -159,6 +164,11 @@ netlink nor write access: it prints each transaction instead.`,
 				return usageError{err}
 			}
 			opts := source.Options{ANPShape: shape}
+			for _, ip := range dnsServers {
+				a, _ := netip.AddrFromSlice(ip)
+				cfg.DNSServers = append(cfg.DNSServers, a.Unmap())
+			}
+			var rec record.EventRecorder // nil: no Events
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			cluster := inCluster || kubeconfig != "" || kubeContext != ""
@@ -179,7 +189,6 @@ netlink nor write access: it prints each transaction instead.`,
 				}
 				// Events only where status is reported: a dry run or
 				// --report-status=false writes nothing to the cluster.
-				var rec record.EventRecorder
 				if reportStatus && !cfg.DryRun {
 					if rec, err = eventRecorder(ctx, rc, cfg.Node); err != nil {
 						return err
@@ -234,6 +243,13 @@ netlink nor write access: it prints each transaction instead.`,
 					renderer.DeleteLater(true)
 				}
 			}
+			if dnsProxy && !cfg.DryRun {
+				p, err := startDNSProxy(ctx, cfg.Node, dnsKernel, dnsLimits, rec)
+				if err != nil {
+					return err
+				}
+				cfg.DNS = p
+			}
 			out := cmd.OutOrStdout()
 			a := agent.New(cfg, renderer, func(tx string) { fmt.Fprint(out, tx) })
 			if listen != "" {
@@ -264,6 +280,14 @@ netlink nor write access: it prints each transaction instead.`,
 	fl.BoolVar(&reportStatus, "report-status", reportStatus, "in a cluster, write conditions on the admin policies, and Events for invalid ones and for admin policy kinds that discovery cannot tell")
 	fl.StringVar(&auditLog, "audit-log", "-", `where audit lines go: a file (appended to), "-" for stdout, or "off"`)
 	fl.BoolVar(&cfg.AuditDenies, "audit-denies", false, "log every denied connection, not only those of policies annotated netpol.io/audit")
+	fl.BoolVar(&dnsProxy, "dns-proxy", dnsProxy, "learn the addresses of domainNames rules from the DNS answers local pods receive, holding each answer until they are programmed; false: connections to domainNames are denied")
+	fl.IPSliceVar(&dnsServers, "dns-server", nil, "the DNS server addresses whose answers teach, as pods ask them (the cluster DNS Service's cluster IPs); default: those of the Service kube-system/kube-dns in the input")
+	fl.DurationVar(&dnsLimits.MinTTL, "dns-min-ttl", dnsLimits.MinTTL, "the least time a learned address stays programmed, whatever the answer's TTL")
+	fl.DurationVar(&dnsLimits.MaxTTL, "dns-max-ttl", dnsLimits.MaxTTL, "the most time a learned address stays programmed without a new answer")
+	fl.IntVar(&dnsLimits.MaxAddresses, "dns-max-addresses", dnsLimits.MaxAddresses, "the most addresses learned on this node at once; past it an answer teaches nothing new (metric netpol_dns_addresses_capped_total, a Warning Event DNSAddressCapReached)")
+	fl.Uint16Var(&dnsKernel.Port, "dns-proxy-port", dnsKernel.Port, "the node port that held DNS answers are diverted to (TPROXY; any address)")
+	fl.Uint32Var(&dnsKernel.Mark, "dns-mark", dnsKernel.Mark, "the packet mark bit that routes held DNS answers to the proxy; pick one that kube-proxy and the CNI leave alone")
+	fl.IntVar(&dnsKernel.RouteTable, "dns-route-table", dnsKernel.RouteTable, "the routing table that the mark's rule looks up (it holds one local default route)")
 	// klog's verbosity, as every Kubernetes component spells it.
 	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -276,6 +300,34 @@ netlink nor write access: it prints each transaction instead.`,
 	fl.BoolVar(&cfg.Pipeline.LegacyNamespaceIsolation, "legacy-namespace-isolation", false, "honour the v1beta1 namespace DefaultDeny annotation for ingress")
 	fl.IntVar(&cfg.Pipeline.ReplicaCap, "replica-cap", 0, "most pods modelled per workload (default 10)")
 	return cmd
+}
+
+// startDNSProxy starts the proxy that learns domainNames addresses
+// (package dnsproxy) in the background. A kernel that cannot divert
+// answers (no TPROXY) costs domainNames, not enforcement: the error is
+// logged and their connections are denied.
+func startDNSProxy(ctx context.Context, node string, k dnsproxy.Kernel, limits dnsproxy.Limits, rec record.EventRecorder) (*dnsproxy.Proxy, error) {
+	divert, err := knftables.New(knftables.InetFamily, dnsproxy.TableName)
+	if err != nil {
+		return nil, fmt.Errorf("nftables is not usable here: %w", err)
+	}
+	elements := dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName}
+	p := dnsproxy.New(dnsproxy.Config{Kernel: k, Limits: limits, NFT: divert,
+		Write: func(elems []dataplane.Element) error { return elements.Write(elems, dataplane.Unused{}) },
+		CapHit: func(s dnsproxy.Stats) {
+			klog.InfoS("DNS answers teach no new address: the node's cap is reached", "node", node, "addresses", s.Addresses, "capped", s.CapHits)
+			if rec != nil {
+				ref := &corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node)}
+				rec.Eventf(ref, corev1.EventTypeWarning, "DNSAddressCapReached",
+					"%d addresses learned from DNS answers, the most --dns-max-addresses allows: connections to addresses of new answers for domainNames are denied", s.Addresses)
+			}
+		}})
+	go func() {
+		if err := p.Run(ctx); err != nil {
+			klog.ErrorS(err, "No DNS proxy: addresses of domainNames rules are not learned, their connections are denied", "node", node)
+		}
+	}()
+	return p, nil
 }
 
 // startAudit opens the kernel's log group and the audit log, and reads the

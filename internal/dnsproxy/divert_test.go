@@ -1,0 +1,71 @@
+package dnsproxy
+
+import (
+	"context"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/knftables"
+
+	"github.com/netpol/netpol/internal/netnstest"
+)
+
+// TestLabDivertTable writes the divert table and the routing of its mark
+// in a namespace of their own, and reads them back with nft and ip.
+func TestLabDivertTable(t *testing.T) {
+	netnstest.Run(t, func() {
+		k := Kernel{Port: 15353, Mark: 0x100000, RouteTable: 153}
+		nf, err := knftables.New(knftables.InetFamily, TableName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		servers := []netip.Addr{netip.MustParseAddr("198.18.0.10"), netip.MustParseAddr("fd00::10")}
+		clients := []netip.Addr{netip.MustParseAddr("198.18.1.1"), netip.MustParseAddr("198.18.1.2")}
+		for range 2 { // written again: replaced whole, not added to
+			if err := k.divertTable(ctx, nf, servers, clients); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := alive(ctx, nf); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("nft", "list", "table", "inet", TableName).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		for _, want := range []string{
+			"elements = { 198.18.0.10 }",
+			"elements = { fd00::10 }",
+			"elements = { 198.18.1.1, 198.18.1.2 }",
+			"elements = { 53 expires",
+			"type filter hook prerouting priority mangle; policy accept;",
+			"udp sport @alive ct direction reply ct original ip daddr @servers-4 ip daddr @clients-4 meta mark set 0x00100000 tproxy ip to :15353 accept",
+			"udp sport @alive ct direction reply ct original ip6 daddr @servers-6 ip6 daddr @clients-6 meta mark set 0x00100000 tproxy ip6 to :15353 accept",
+		} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("the divert table has no %q:\n%s", want, out)
+			}
+		}
+		if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil { // as on any node
+			t.Fatalf("%v: %s", err, out)
+		}
+		for range 2 { // a restarted agent finds its routing in place
+			if err := k.route(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, fam := range []string{"-4", "-6"} {
+			rules, _ := exec.Command("ip", fam, "rule").CombinedOutput()
+			if n := strings.Count(string(rules), "fwmark 0x100000/0x100000 lookup 153"); n != 1 {
+				t.Errorf("ip %s rule has %d rules of the mark, want 1:\n%s", fam, n, rules)
+			}
+			routes, _ := exec.Command("ip", fam, "route", "show", "table", "153").CombinedOutput()
+			if !strings.Contains(string(routes), "local default dev lo") {
+				t.Errorf("ip %s route table 153:\n%s\nwant local default dev lo", fam, routes)
+			}
+		}
+	})
+}

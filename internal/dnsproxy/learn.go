@@ -1,0 +1,223 @@
+// Package dnsproxy makes domainNames rules real on a node: it holds every
+// DNS answer on its way to a pod that a domainNames rule governs, puts the
+// addresses the answer gives for a name that a rule mentions into that
+// rule's nftables sets (compile.DomainSet, d-<hash>-4/-6 in table inet
+// netpol) with a timeout from the answer's TTL, and only then lets the
+// answer go on. The first connection the pod makes with the answer is
+// already allowed: there is no race between learning and connecting.
+//
+// How answers are held (divert.go): the query is left alone, so the
+// kernel judges the pod's egress to the DNS backend, and that backend's
+// ingress, exactly as for any other connection. The answer, a UDP reply
+// from port 53 of a configured DNS server (the cluster DNS Service's
+// addresses, as the pod asked them, before kube-proxy's translation) to a
+// local pod that a domainNames rule governs, is diverted with TPROXY to
+// this package's socket; the proxy sends the same bytes on from the same
+// source address and port once the sets are written. Only those answers
+// teach: a pod cannot make the node learn an address from a server of its
+// own.
+//
+// Fail-static: the divert rule only matches while the element of the set
+// "alive" that the proxy refreshes every second is there (timeout 5 s).
+// When the agent stops, answers go straight to the pods within 5 s, the
+// addresses learned stay until their timeouts expire, and names resolved
+// after that are not learned: connections to them are denied, as a Deny
+// below the Allow decides. DNS itself keeps working.
+//
+// Sets are per rule, not per pod: an address that one pod's answer taught
+// is allowed to every local pod whose rule names the same names, as the
+// rule says it should be for any of them that resolve the name.
+//
+// DNS over TCP is not diverted (a stream cannot be held packet by packet):
+// addresses that only a TCP answer gives (a truncated UDP answer's retry)
+// are not learned, so connections to them are denied, never allowed.
+//
+// It is a front end's part: it imports dns, dataplane, compile and policy,
+// and only agent and cli import it.
+package dnsproxy
+
+import (
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/netpol/netpol/internal/compile"
+	"github.com/netpol/netpol/internal/dataplane"
+	"github.com/netpol/netpol/internal/dns"
+	"github.com/netpol/netpol/internal/policy"
+)
+
+// Limits are the bounds on what answers may make the node learn.
+type Limits struct {
+	// MinTTL and MaxTTL clamp an answer's TTL into the timeout of the
+	// addresses it teaches: a TTL of 0 would expire before the pod
+	// connects, a TTL of a week would outlive the name's owner.
+	MinTTL, MaxTTL time.Duration
+	// MaxAddresses bounds the addresses learned and not expired on the
+	// node, over all sets; an answer that would go past it teaches only
+	// what fits, and the proxy says so (Stats.CapHits).
+	MaxAddresses int
+}
+
+// DefaultLimits are the limits of the agent's flags.
+var DefaultLimits = Limits{MinTTL: 30 * time.Second, MaxTTL: time.Hour, MaxAddresses: 100_000}
+
+// target is one domain set: the names its rule allows.
+type target struct {
+	set      string
+	patterns []policy.DomainPattern
+}
+
+// learner turns answers into set elements. It is the proxy's logic without
+// sockets or kernel, so tests can drive it alone.
+type learner struct {
+	limits Limits
+	write  func([]dataplane.Element) error // dataplane.Elements.Write, in the proxy
+	now    func() time.Time
+
+	mu      sync.Mutex
+	targets []target
+	// learned are the addresses in the kernel's sets and when each
+	// expires there (the kernel removes it then; this copy is how the cap
+	// is counted).
+	learned map[learnedKey]time.Time
+	swept   time.Time // when expire last ran
+	stats   Stats
+}
+
+type learnedKey struct {
+	set  string
+	addr netip.Addr
+}
+
+// Stats count what the proxy did since it started.
+type Stats struct {
+	Answers    uint64 // answers diverted and sent on
+	Unreadable uint64 // answers that were not DNS responses the parser reads: sent on, nothing learned
+	Learned    uint64 // addresses written into a set (again, when refreshed)
+	Expired    uint64 // addresses whose timeout passed
+	CapHits    uint64 // addresses not learned because MaxAddresses were
+	Errors     uint64 // kernel writes that failed: the answer went on, nothing was learned
+	Addresses  int    // addresses learned and not expired now
+}
+
+func newLearner(limits Limits, write func([]dataplane.Element) error) *learner {
+	return &learner{limits: limits, write: write, now: time.Now, learned: map[learnedKey]time.Time{}}
+}
+
+// setTargets replaces the domain sets that answers are learned into.
+// Learned addresses of sets that are gone are forgotten (the renderer
+// deleted the sets with them).
+func (l *learner) setTargets(sets []*compile.DomainSet) {
+	targets := make([]target, 0, len(sets))
+	names := map[string]bool{}
+	for _, s := range sets {
+		t := target{set: s.Name}
+		for _, p := range s.Patterns {
+			t.patterns = append(t.patterns, policy.ParseDomainPattern(p))
+		}
+		targets = append(targets, t)
+		names[s.Name] = true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.targets = targets
+	for k := range l.learned {
+		if !names[k.set] {
+			delete(l.learned, k)
+		}
+	}
+}
+
+// learn writes the addresses that answer msg gives into the sets of the
+// rules that name the asked name, and returns when the kernel holds them
+// (or refused them). It reports whether msg was a response it could read.
+func (l *learner) learn(msg []byte) bool {
+	a, err := dns.ParseResponse(msg)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stats.Answers++
+	if err != nil {
+		l.stats.Unreadable++
+		return false
+	}
+	if a.RCode != 0 || len(a.Addrs) == 0 {
+		return true
+	}
+	now := l.now()
+	if now.Sub(l.swept) >= time.Second {
+		l.expire(now) // at most once a second: a sweep reads every address
+	}
+	var elems []dataplane.Element
+	var keys []learnedKey
+	var until []time.Time
+	fresh := 0 // addresses of keys not learned before
+	for _, t := range l.targets {
+		if !matchesAny(t.patterns, a.Name) {
+			continue
+		}
+		for _, ad := range a.Addrs {
+			timeout := min(max(time.Duration(ad.TTL)*time.Second, l.limits.MinTTL), l.limits.MaxTTL)
+			k := learnedKey{t.set, ad.IP}
+			if _, known := l.learned[k]; !known {
+				if len(l.learned)+fresh >= l.limits.MaxAddresses && !l.swept.Equal(now) {
+					l.expire(now) // the expired ones may make room
+				}
+				if len(l.learned)+fresh >= l.limits.MaxAddresses {
+					l.stats.CapHits++
+					continue
+				}
+				fresh++
+			}
+			set := t.set + "-4"
+			if ad.IP.Is6() {
+				set = t.set + "-6"
+			}
+			elems = append(elems, dataplane.Element{Set: set, Prefix: netip.PrefixFrom(ad.IP, ad.IP.BitLen()), Timeout: timeout})
+			keys, until = append(keys, k), append(until, now.Add(timeout))
+		}
+	}
+	if len(elems) == 0 {
+		return true
+	}
+	if err := l.write(elems); err != nil {
+		l.stats.Errors++
+		return true
+	}
+	for i, k := range keys {
+		l.learned[k] = until[i]
+	}
+	l.stats.Learned += uint64(len(elems))
+	return true
+}
+
+// expire forgets the addresses whose timeout passed: the kernel removed
+// them from its sets.
+func (l *learner) expire(now time.Time) {
+	l.swept = now
+	for k, t := range l.learned {
+		if !t.After(now) {
+			delete(l.learned, k)
+			l.stats.Expired++
+		}
+	}
+}
+
+// Stats returns what the learner did so far.
+func (l *learner) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expire(l.now())
+	s := l.stats
+	s.Addresses = len(l.learned)
+	return s
+}
+
+func matchesAny(patterns []policy.DomainPattern, name string) bool {
+	for _, p := range patterns {
+		if p.Matches(name) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,291 @@
+package dnsproxy
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/knftables"
+
+	"github.com/netpol/netpol/internal/compile"
+	"github.com/netpol/netpol/internal/dataplane"
+)
+
+// Config of a proxy.
+type Config struct {
+	Kernel Kernel
+	Limits Limits
+	// Write puts elements into the policy table's sets
+	// (dataplane.Elements.Write with nothing unused).
+	Write func([]dataplane.Element) error
+	// NFT is the divert table's interface (TableName, family inet).
+	NFT knftables.Interface
+	// CapHit, when set, is called (at most once a minute) when an answer
+	// taught less than it gave because Limits.MaxAddresses were learned.
+	CapHit func(Stats)
+}
+
+// Proxy holds DNS answers until the addresses they teach are in the
+// kernel's sets (see the package doc).
+type Proxy struct {
+	cfg     Config
+	learner *learner
+	held    prometheus.Histogram // how long answers were held
+
+	mu       sync.Mutex
+	want     diversion     // what Update asked for
+	changed  chan struct{} // Update tells Run
+	capSaid  time.Time
+	capCount uint64
+}
+
+// diversion is what the divert table holds: answers of these servers to
+// these pods.
+type diversion struct {
+	servers, clients []netip.Addr
+}
+
+func (d diversion) equal(o diversion) bool {
+	return slices.Equal(d.servers, o.servers) && slices.Equal(d.clients, o.clients)
+}
+
+// New returns a proxy; Run starts it.
+func New(cfg Config) *Proxy {
+	if cfg.Limits == (Limits{}) {
+		cfg.Limits = DefaultLimits
+	}
+	held := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "netpol_dns_answer_hold_seconds",
+		Help:    "Time a DNS answer was held on its way to a pod: parsing it, and programming the addresses it teaches.",
+		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 14)}) // 50 µs to 0.4 s
+	return &Proxy{cfg: cfg, learner: newLearner(cfg.Limits, cfg.Write), held: held, changed: make(chan struct{}, 1)}
+}
+
+// Collectors are the proxy's own metrics (its counters are Stats).
+func (p *Proxy) Collectors() []prometheus.Collector { return []prometheus.Collector{p.held} }
+
+// Update sets what the proxy holds answers for: from these DNS servers, to
+// these local pods, learned into these domain sets. The agent calls it
+// after every pass. Run writes the divert table when it is listening, so
+// that no answer is diverted to a socket that is not there.
+func (p *Proxy) Update(_ context.Context, servers, clients []netip.Addr, sets []*compile.DomainSet) error {
+	p.learner.setTargets(sets)
+	p.mu.Lock()
+	p.want = diversion{sorted(servers), sorted(clients)}
+	p.mu.Unlock()
+	select {
+	case p.changed <- struct{}{}:
+	default: // Run has been told already
+	}
+	return nil
+}
+
+// Stats returns what the proxy did so far.
+func (p *Proxy) Stats() Stats { return p.learner.Stats() }
+
+// Run sets up routing, listens, and keeps the divert table as Update asks
+// and its rule alive until ctx is done; then it deletes the table, so
+// answers go straight to the pods again. If the agent dies instead, they
+// do so within aliveTimeout (fail-static).
+func (p *Proxy) Run(ctx context.Context) error {
+	if err := p.cfg.Kernel.route(); err != nil {
+		return err
+	}
+	var conns []*net.UDPConn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for _, network := range []string{"udp4", "udp6"} {
+		c, err := listen(ctx, network, p.cfg.Kernel.Port)
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // after the sockets are closed (deferred before)
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.serve(c)
+		}()
+	}
+	tick := time.NewTicker(aliveEvery)
+	defer tick.Stop()
+	var have *diversion // what the divert table holds; nil: unknown
+	for {
+		select {
+		case <-ctx.Done():
+			tx := p.cfg.NFT.NewTransaction()
+			tx.Delete(&knftables.Table{})
+			if err := p.cfg.NFT.Run(context.Background(), tx); err != nil && !knftables.IsNotFound(err) {
+				klog.ErrorS(err, "Deleting the DNS divert table; answers reach pods directly once its rule's gate expires")
+			}
+			return nil
+		case <-p.changed:
+		case <-tick.C:
+		}
+		p.mu.Lock()
+		want := p.want
+		p.mu.Unlock()
+		if have != nil && have.equal(want) {
+			if alive(ctx, p.cfg.NFT) == nil {
+				continue
+			}
+			klog.InfoS("The DNS divert table was gone (someone else's change); writing it again")
+		}
+		if err := p.cfg.Kernel.divertTable(ctx, p.cfg.NFT, want.servers, want.clients); err != nil {
+			have = nil
+			klog.ErrorS(err, "Writing the DNS divert table; answers reach pods without being learned until it works")
+			continue
+		}
+		have = &want
+	}
+}
+
+// serve handles the answers diverted to c, one at a time: the sets are
+// written before the next answer is read, so answers stay in order.
+func (p *Proxy) serve(c *net.UDPConn) {
+	buf, oob := make([]byte, 65535), make([]byte, 512)
+	for {
+		n, oobn, _, src, err := c.ReadMsgUDPAddrPort(buf, oob)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			klog.ErrorS(err, "Reading a diverted DNS answer")
+			continue
+		}
+		start := time.Now()
+		dst, ok := originalDst(oob[:oobn])
+		if !ok {
+			klog.ErrorS(nil, "A diverted DNS answer without its destination; dropped", "from", src)
+			continue
+		}
+		p.learner.learn(buf[:n])
+		p.capCheck()
+		if err := sendAs(src, dst, buf[:n]); err != nil {
+			klog.ErrorS(err, "Sending a DNS answer on to its pod", "from", src, "to", dst)
+			continue
+		}
+		p.held.Observe(time.Since(start).Seconds())
+	}
+}
+
+// capCheck tells CapHit, at most once a minute, that the cap held
+// addresses back.
+func (p *Proxy) capCheck() {
+	if p.cfg.CapHit == nil {
+		return
+	}
+	s := p.learner.Stats()
+	p.mu.Lock()
+	say := s.CapHits > p.capCount && time.Since(p.capSaid) >= time.Minute
+	if say {
+		p.capSaid, p.capCount = time.Now(), s.CapHits
+	}
+	p.mu.Unlock()
+	if say {
+		p.cfg.CapHit(s)
+	}
+}
+
+// listen opens the socket that diverted answers arrive at: transparent
+// (TPROXY hands it packets addressed to others) and told each packet's
+// original destination, the pod.
+func listen(ctx context.Context, network string, port uint16) (*net.UDPConn, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			if network == "udp4" {
+				serr = setsockopts(int(fd), unix.SOL_IP, unix.IP_TRANSPARENT, unix.IP_RECVORIGDSTADDR)
+			} else {
+				serr = setsockopts(int(fd), unix.SOL_IPV6, unix.IPV6_TRANSPARENT, unix.IPV6_RECVORIGDSTADDR, unix.IPV6_V6ONLY)
+			}
+		})
+		return errors.Join(err, serr)
+	}}
+	addr := fmt.Sprintf("0.0.0.0:%d", port)
+	if network == "udp6" {
+		addr = fmt.Sprintf("[::]:%d", port)
+	}
+	pc, err := lc.ListenPacket(ctx, network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("DNS proxy socket %s: %w", addr, err)
+	}
+	return pc.(*net.UDPConn), nil
+}
+
+// setsockopts sets boolean options of one level.
+func setsockopts(fd, level int, opts ...int) error {
+	for _, o := range opts {
+		if err := unix.SetsockoptInt(fd, level, o, 1); err != nil {
+			return fmt.Errorf("setsockopt %d/%d: %w", level, o, err)
+		}
+	}
+	return nil
+}
+
+// originalDst reads the destination a diverted packet had (the pod) from
+// its control message.
+func originalDst(oob []byte) (netip.AddrPort, bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	for _, m := range msgs {
+		switch {
+		case m.Header.Level == unix.SOL_IP && m.Header.Type == unix.IP_ORIGDSTADDR && len(m.Data) >= unix.SizeofSockaddrInet4:
+			return netip.AddrPortFrom(netip.AddrFrom4([4]byte(m.Data[4:8])), binary.BigEndian.Uint16(m.Data[2:4])), true
+		case m.Header.Level == unix.SOL_IPV6 && m.Header.Type == unix.IPV6_ORIGDSTADDR && len(m.Data) >= unix.SizeofSockaddrInet6:
+			return netip.AddrPortFrom(netip.AddrFrom16([16]byte(m.Data[8:24])), binary.BigEndian.Uint16(m.Data[2:4])), true
+		}
+	}
+	return netip.AddrPort{}, false
+}
+
+// sendAs sends msg to dst from src, an address that is not the node's:
+// the answer goes on to the pod as the DNS server sent it.
+func sendAs(src, dst netip.AddrPort, msg []byte) error {
+	network := "udp4"
+	if src.Addr().Is6() && !src.Addr().Is4In6() {
+		network = "udp6"
+	}
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = setsockopts(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR)
+			if serr == nil && network == "udp4" {
+				serr = setsockopts(int(fd), unix.SOL_IP, unix.IP_TRANSPARENT)
+			} else if serr == nil {
+				serr = setsockopts(int(fd), unix.SOL_IPV6, unix.IPV6_TRANSPARENT)
+			}
+		})
+		return errors.Join(err, serr)
+	}}
+	pc, err := lc.ListenPacket(context.Background(), network, src.String())
+	if err != nil {
+		return err
+	}
+	defer pc.Close()
+	_, err = pc.(*net.UDPConn).WriteToUDPAddrPort(msg, dst)
+	return err
+}
+
+func sorted(a []netip.Addr) []netip.Addr {
+	a = slices.Clone(a)
+	slices.SortFunc(a, netip.Addr.Compare)
+	return slices.Compact(a)
+}
