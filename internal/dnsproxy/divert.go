@@ -111,15 +111,31 @@ func (k Kernel) divertTable(ctx context.Context, nf knftables.Interface, servers
 	tx.Add(&knftables.Element{Set: "alive", Key: []string{"53"}})
 	prerouting, filter, mangle, accept := knftables.PreroutingHook, knftables.FilterType, knftables.ManglePriority, knftables.AcceptPolicy
 	tx.Add(&knftables.Chain{Name: "divert", Type: &filter, Hook: &prerouting, Priority: &mangle, Policy: &accept})
+	// tproxy before the mark: without a socket on the port (the agent
+	// died) tproxy does not match, and the answer goes on unmarked, to
+	// the pod.
 	for _, ip := range []string{"ip", "ip6"} {
 		fam := "4"
 		if ip == "ip6" {
 			fam = "6"
 		}
 		tx.Add(&knftables.Rule{Chain: "divert", Rule: fmt.Sprintf(
-			"udp sport @alive ct direction reply ct original %s daddr @servers-%s %s daddr @clients-%s meta mark set %#x tproxy %s to :%d accept",
-			ip, fam, ip, fam, k.Mark, ip, k.Port),
+			"udp sport @alive ct direction reply ct original %s daddr @servers-%s %s daddr @clients-%s tproxy %s to :%d meta mark set %#x accept",
+			ip, fam, ip, fam, ip, k.Port, k.Mark),
 			Comment: knftables.PtrTo("answers of the cluster DNS to pods that domainNames rules govern")})
+	}
+	// The answer the proxy sends on (from the server's address, after the
+	// kernel undid the Service translation) is no connection of its own:
+	// tracked, it would clash with the pod's query's entry and be dropped.
+	output, raw := knftables.OutputHook, knftables.RawPriority
+	tx.Add(&knftables.Chain{Name: "answer", Type: &filter, Hook: &output, Priority: &raw, Policy: &accept})
+	for _, ip := range []string{"ip", "ip6"} {
+		fam := "4"
+		if ip == "ip6" {
+			fam = "6"
+		}
+		tx.Add(&knftables.Rule{Chain: "answer", Rule: fmt.Sprintf("udp sport 53 %s saddr @servers-%s %s daddr @clients-%s notrack", ip, fam, ip, fam),
+			Comment: knftables.PtrTo("the proxy sending a held answer on")})
 	}
 	return nf.Run(ctx, tx)
 }

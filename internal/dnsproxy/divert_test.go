@@ -42,8 +42,11 @@ func TestLabDivertTable(t *testing.T) {
 			"elements = { 198.18.1.1, 198.18.1.2 }",
 			"elements = { 53 expires",
 			"type filter hook prerouting priority mangle; policy accept;",
-			"udp sport @alive ct direction reply ct original ip daddr @servers-4 ip daddr @clients-4 meta mark set 0x00100000 tproxy ip to :15353 accept",
-			"udp sport @alive ct direction reply ct original ip6 daddr @servers-6 ip6 daddr @clients-6 meta mark set 0x00100000 tproxy ip6 to :15353 accept",
+			"type filter hook output priority raw; policy accept;",
+			"udp sport 53 ip saddr @servers-4 ip daddr @clients-4 notrack",
+			"udp sport 53 ip6 saddr @servers-6 ip6 daddr @clients-6 notrack",
+			"udp sport @alive ct direction reply ct original ip daddr @servers-4 ip daddr @clients-4 tproxy ip to :15353 meta mark set 0x00100000 accept",
+			"udp sport @alive ct direction reply ct original ip6 daddr @servers-6 ip6 daddr @clients-6 tproxy ip6 to :15353 meta mark set 0x00100000 accept",
 		} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("the divert table has no %q:\n%s", want, out)

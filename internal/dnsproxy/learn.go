@@ -18,12 +18,16 @@
 // own.
 //
 // Fail-static: the divert rule only matches while the element of the set
-// "alive" that the proxy refreshes every second is there (timeout 5 s).
-// When the agent stops, answers go straight to the pods within 5 s, the
+// "alive", which the proxy refreshes every second, is there (timeout 5 s).
+// An agent that stops (SIGTERM) deletes the divert table: answers go
+// straight to the pods at once. An agent that dies or hangs leaves the
+// rule for up to 5 s, and TPROXY drops the answers it cannot hand to a
+// live socket (the pod's resolver asks again: glibc after 5 s); then
+// answers go straight to the pods. Either way DNS keeps working, the
 // addresses learned stay until their timeouts expire, and names resolved
-// after that are not learned: connections to them are denied, as a Deny
-// below the Allow decides. DNS itself keeps working.
-//
+// after that are not learned: connections to them are denied, as the
+// Deny below the Allow decides.
+
 // Sets are per rule, not per pod: an address that one pod's answer taught
 // is allowed to every local pod whose rule names the same names, as the
 // rule says it should be for any of them that resolve the name.

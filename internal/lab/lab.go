@@ -68,6 +68,8 @@ type Lab struct {
 	// Services are translated to their backends on every node, as
 	// kube-proxy does (services.go).
 	Services []Service `json:"services,omitempty"`
+	// Zone is what the lab's DNS answers (dns.go).
+	Zone []ZoneRecord `json:"dnsZone,omitempty"`
 	// PIDs of the agents, by node index, for down.
 	PIDs []int `json:"pids"`
 }
@@ -203,6 +205,9 @@ func (l *Lab) Up(exe string, manifests []byte, w io.Writer) (err error) {
 		return err
 	}
 	if err := l.WriteManifests(manifests); err != nil {
+		return err
+	}
+	if l.Zone, err = zoneFromManifests(manifests); err != nil {
 		return err
 	}
 	fabric := "netpol-" + l.Name + "-fabric"

@@ -36,14 +36,22 @@ func (l *Lab) Serve() (*Servers, error) {
 							return err
 						}
 						s.closers = append(s.closers, ln)
-						go acceptLoop(ln, p.Key)
+						if l.servesDNS(p.Key, port) {
+							go dnsTCPLoop(ln, l.Zone)
+						} else {
+							go acceptLoop(ln, p.Key)
+						}
 					case l4.UDP:
 						pc, err := net.ListenPacket(network("udp", ip), addr)
 						if err != nil {
 							return err
 						}
 						s.closers = append(s.closers, pc)
-						go echoLoop(pc, p.Key)
+						if l.servesDNS(p.Key, port) {
+							go dnsUDPLoop(pc, l.Zone)
+						} else {
+							go echoLoop(pc, p.Key)
+						}
 					}
 				}
 			}

@@ -1,0 +1,299 @@
+package lab_test
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/lab"
+)
+
+// domainLab: pods of namespace app may reach *.allowed.test on 443 and the
+// cluster DNS, nothing else (an AdminNetworkPolicy allow-list above a deny
+// of every address). The lab's DNS (kube-system/coredns behind the
+// Service kube-dns) answers from the zone of ConfigMap kube-system/lab-dns;
+// its names stand for the pods of namespace ext. Pod other/plain is under
+// no policy.
+const domainLab = `
+apiVersion: v1
+kind: Node
+metadata: {name: node-1}
+status: {addresses: [{type: InternalIP, address: 198.19.255.1}, {type: InternalIP, address: "fd00:198:19::1"}]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-2}
+status: {addresses: [{type: InternalIP, address: 198.19.255.2}, {type: InternalIP, address: "fd00:198:19::2"}]}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: app, labels: {kubernetes.io/metadata.name: app}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: other, labels: {kubernetes.io/metadata.name: other}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: ext, labels: {kubernetes.io/metadata.name: ext}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: kube-system, labels: {kubernetes.io/metadata.name: kube-system}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: app, labels: {app: client}}
+spec: {nodeName: node-1, containers: [{name: c}]}
+status: {podIPs: [{ip: 198.18.1.1}, {ip: "fd00:198:18:1::1"}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: plain, namespace: other, labels: {app: plain}}
+spec: {nodeName: node-1, containers: [{name: c}]}
+status: {podIPs: [{ip: 198.18.1.2}, {ip: "fd00:198:18:1::2"}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: allowed, namespace: ext, labels: {app: allowed}}
+spec: {nodeName: node-2, containers: [{name: c, ports: [{containerPort: 443}]}]}
+status: {podIPs: [{ip: 198.18.3.1}, {ip: "fd00:198:18:3::1"}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: denied, namespace: ext, labels: {app: denied}}
+spec: {nodeName: node-2, containers: [{name: c, ports: [{containerPort: 443}]}]}
+status: {podIPs: [{ip: 198.18.3.2}, {ip: "fd00:198:18:3::2"}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: late, namespace: ext, labels: {app: late}}
+spec: {nodeName: node-2, containers: [{name: c, ports: [{containerPort: 443}]}]}
+status: {podIPs: [{ip: 198.18.3.3}, {ip: "fd00:198:18:3::3"}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: coredns, namespace: kube-system, labels: {k8s-app: kube-dns}}
+spec: {nodeName: node-2, containers: [{name: coredns, ports: [{name: dns, containerPort: 53, protocol: UDP}, {name: dns-tcp, containerPort: 53, protocol: TCP}]}]}
+status: {podIPs: [{ip: 198.18.0.53}, {ip: "fd00:198:18::53"}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: kube-dns, namespace: kube-system}
+spec:
+  clusterIPs: [198.18.0.10, "fd00:198:18::10"]
+  ipFamilies: [IPv4, IPv6]
+  ipFamilyPolicy: RequireDualStack
+  selector: {k8s-app: kube-dns}
+  ports: [{name: dns, port: 53, protocol: UDP, targetPort: dns}, {name: dns-tcp, port: 53, protocol: TCP, targetPort: dns-tcp}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: lab-dns, namespace: kube-system}
+data:
+  zone: |
+    *.allowed.test 60 A 198.18.3.1
+    *.allowed.test 60 AAAA fd00:198:18:3::1
+    late.allowed.test 60 A 198.18.3.3
+    api.other.test 60 A 198.18.3.2
+    api.other.test 60 AAAA fd00:198:18:3::2
+---
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: AdminNetworkPolicy
+metadata: {name: allowlist}
+spec:
+  priority: 10
+  subject: {namespaces: {matchLabels: {kubernetes.io/metadata.name: app}}}
+  egress:
+  - name: dns
+    action: Allow
+    to: [{pods: {namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: kube-system}}, podSelector: {matchLabels: {k8s-app: kube-dns}}}}]
+    ports: [{portNumber: {port: 53, protocol: UDP}}, {portNumber: {port: 53, protocol: TCP}}]
+  - name: names
+    action: Allow
+    to: [{domainNames: ["*.allowed.test"]}]
+    ports: [{portNumber: {port: 443, protocol: TCP}}]
+  - name: rest
+    action: Deny
+    to: [{networks: [0.0.0.0/0, "::/0"]}]
+`
+
+// TestLabDomainNames resolves names from pods with real DNS packets (the
+// lab's kube-proxy, the lab's DNS pod, the agent's proxy on the client's
+// node) and connects to the answers: an address is allowed once a pod's
+// answer for a name of the rule taught it, and only then; an answer for
+// another name teaches nothing; a pod under no domainNames rule resolves
+// untouched. With the agent gone DNS still works, what was learned stays,
+// and a new name is denied, until the next agent learns it.
+func TestLabDomainNames(t *testing.T) {
+	requireLab(t)
+	l := upLab(t, labName("dns"), domainLab)
+	pod := func(key string) lab.Pod {
+		i := slices.IndexFunc(l.Pods, func(p lab.Pod) bool { return p.Key == key })
+		if i < 0 {
+			t.Fatalf("no pod %s", key)
+		}
+		return l.Pods[i]
+	}
+	client, plain := pod("app/client"), pod("other/plain")
+	node1 := l.Nodes[0]
+	nft := func(args ...string) string {
+		out, err := exec.Command("ip", append([]string{"netns", "exec", node1.Namespace, "nft"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("nft %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	waitFor(t, "node-1's proxy diverts the client's answers", func() bool {
+		out, _ := exec.Command("ip", "netns", "exec", node1.Namespace, "nft", "list", "set", "inet", "netpol-dns", "clients-4").CombinedOutput()
+		return strings.Contains(string(out), "198.18.1.1")
+	})
+	https := l4.Port{Proto: l4.TCP, Num: 443}
+	v4, v6 := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("fd00::1")
+	connect := func(src lab.Pod, addr netip.Addr) bool {
+		t.Helper()
+		ok, err := l.Probe(src, addr, https)
+		if err != nil {
+			t.Fatalf("%s -> %s: %v", src.Key, addr, err)
+		}
+		return ok
+	}
+	resolve := func(src lab.Pod, name string, like netip.Addr) netip.Addr {
+		t.Helper()
+		addrs, err := l.Resolve(src, name, like)
+		if err != nil || len(addrs) != 1 {
+			log, _ := os.ReadFile(l.AgentLog("node-1"))
+			t.Logf("node-1's agent:\n%s", log)
+			t.Fatalf("%s resolving %s: %v %v, want one address", src.Key, name, addrs, err)
+		}
+		return addrs[0]
+	}
+
+	if connect(client, netip.MustParseAddr("198.18.3.1")) {
+		t.Error("client reached 198.18.3.1 before any answer named it")
+	}
+	for _, c := range []struct {
+		name string
+		like netip.Addr
+		addr string
+		want bool
+	}{
+		{"www.allowed.test", v4, "198.18.3.1", true},
+		{"www.allowed.test", v6, "fd00:198:18:3::1", true},
+		{"api.other.test", v4, "198.18.3.2", false},
+		{"api.other.test", v6, "fd00:198:18:3::2", false},
+	} {
+		addr := resolve(client, c.name, c.like)
+		if addr.String() != c.addr {
+			t.Fatalf("%s resolved to %s, want %s", c.name, addr, c.addr)
+		}
+		if got := connect(client, addr); got != c.want {
+			t.Errorf("client -> %s (%s) on 443: connected=%v, want %v", c.name, addr, got, c.want)
+		}
+	}
+	if _, err := l.Resolve(client, "nothing.test", v4); !errors.Is(err, lab.ErrNoSuchName) {
+		t.Errorf("nothing.test: %v, want no such name", err)
+	}
+	// The kernel holds what was learned, with the answer's TTL raised to
+	// the floor (--dns-min-ttl 30s by default; the zone says 60).
+	if sets := nft("list", "table", "inet", "netpol"); !strings.Contains(sets, "198.18.3.1 timeout 1m") ||
+		!strings.Contains(sets, "fd00:198:18:3::1 timeout 1m") || strings.Contains(sets, "198.18.3.2") {
+		t.Errorf("node-1's domain sets:\n%s\nwant 198.18.3.1 and fd00:198:18:3::1 with a timeout of 1m, not 198.18.3.2", sets)
+	}
+	// A pod under no domainNames rule resolves untouched and goes where it
+	// likes.
+	if addr := resolve(plain, "api.other.test", v4); !connect(plain, addr) {
+		t.Errorf("plain -> api.other.test (%s): denied, want allowed", addr)
+	}
+	if connect(client, netip.MustParseAddr("198.18.3.3")) {
+		t.Error("client reached late.allowed.test's 198.18.3.3 before any answer named it")
+	}
+
+	// node-1's agent dies (SIGKILL: no goodbye). TPROXY drops what it
+	// cannot hand to the dead proxy until the rule's gate expires (5 s):
+	// then DNS works again, unlearned; what was learned stays, and a new
+	// name is not learned.
+	if err := syscall.Kill(l.PIDs[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var addr netip.Addr
+	waitFor(t, "DNS works without node-1's agent", func() bool {
+		a, err := l.Resolve(client, "late.allowed.test", v4)
+		if err == nil && len(a) == 1 {
+			addr = a[0]
+		}
+		return err == nil
+	})
+	if connect(client, addr) {
+		t.Errorf("with node-1's agent gone, client reached the new name late.allowed.test (%s): want denied", addr)
+	}
+	if !connect(client, netip.MustParseAddr("198.18.3.1")) {
+		t.Error("with node-1's agent gone, client lost www.allowed.test's 198.18.3.1, learned before")
+	}
+	if err := l.RestartAgent(netpolBinary, "node-1"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the next agent learns late.allowed.test", func() bool {
+		a, err := l.Resolve(client, "late.allowed.test", v4)
+		return err == nil && len(a) == 1 && connect(client, a[0])
+	})
+}
+
+// TestLabDomainNamesFirstConnection: 1,000 times, the learned addresses
+// are flushed from node-1's domain sets, the client resolves a name it
+// never asked for before and connects at once to the answer: the first
+// connection must be allowed every time, because the answer only reached
+// the client after its addresses were programmed.
+func TestLabDomainNamesFirstConnection(t *testing.T) {
+	requireLab(t)
+	l := upLab(t, labName("dnr"), domainLab)
+	client, node1 := l.Pods[slices.IndexFunc(l.Pods, func(p lab.Pod) bool { return p.Key == "app/client" })], l.Nodes[0]
+	waitFor(t, "node-1's proxy diverts the client's answers", func() bool {
+		out, _ := exec.Command("ip", "netns", "exec", node1.Namespace, "nft", "list", "set", "inet", "netpol-dns", "clients-4").CombinedOutput()
+		return strings.Contains(string(out), "198.18.1.1")
+	})
+	out, err := exec.Command("ip", "netns", "exec", node1.Namespace, "nft", "-j", "list", "sets", "inet").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var flush []string // nft commands that empty the domain sets
+	for _, f := range strings.Split(string(out), `"name": "`)[1:] {
+		name := f[:strings.IndexByte(f, '"')]
+		if strings.HasPrefix(name, "d-") {
+			flush = append(flush, "flush set inet netpol "+name)
+		}
+	}
+	if len(flush) != 2 {
+		t.Fatalf("domain sets on node-1: %q, want the rule's -4 and -6", flush)
+	}
+	script := strings.Join(flush, "\n")
+	const attempts = 1000
+	failures := 0
+	for i := range attempts {
+		cmd := exec.Command("ip", "netns", "exec", node1.Namespace, "nft", "-f", "-")
+		cmd.Stdin = strings.NewReader(script)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("flushing: %v: %s", err, out)
+		}
+		addr, c, err := l.ResolveThenDial(client, fmt.Sprintf("n%d.allowed.test", i), netip.MustParseAddr("198.18.0.1"), 443)
+		if addr.String() != "198.18.3.1" {
+			t.Fatalf("attempt %d: resolved %s (%v), want 198.18.3.1", i, addr, err)
+		}
+		if err != nil {
+			failures++
+			continue
+		}
+		c.Close()
+	}
+	t.Logf("%d resolve-then-connect attempts, %d first connections failed", attempts, failures)
+	if failures != 0 {
+		t.Errorf("%d of %d first connections after the answer failed, want 0", failures, attempts)
+	}
+}
