@@ -19,6 +19,7 @@ import (
 type DNSLearner interface {
 	Update(ctx context.Context, servers, clients []netip.Addr, sets []*compile.DomainSet) error
 	Stats() dnsproxy.Stats
+	NamesOf(netip.Addr) []string        // the names whose answers taught an address
 	Collectors() []prometheus.Collector // its own metrics
 }
 

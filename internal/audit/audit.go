@@ -38,6 +38,10 @@ type Options struct {
 	Rate int
 	// Now is the clock (default time.Now); tests set it.
 	Now func() time.Time
+	// NamesOf, when set, gives the names a destination address was
+	// learned from, from DNS answers on this node (dnsproxy): a line to
+	// such an address says which domain it stood for.
+	NamesOf func(netip.Addr) []string
 }
 
 // Line is one audit log line.
@@ -61,10 +65,12 @@ type Line struct {
 	RateLimited int `json:"rateLimited,omitempty"`
 }
 
-// End is one end of a connection: its address, and its pod when it is one.
+// End is one end of a connection: its address, its pod when it is one,
+// and the names DNS answers gave it when a domainNames rule learned it.
 type End struct {
-	Pod string     `json:"pod,omitempty"`
-	IP  netip.Addr `json:"ip"`
+	Pod   string     `json:"pod,omitempty"`
+	IP    netip.Addr `json:"ip"`
+	Names []string   `json:"names,omitempty"`
 }
 
 // Logger writes audit lines. Update and Log may be called concurrently.
@@ -158,6 +164,9 @@ func (l *Logger) Log(p nflog.Packet) error {
 		RateLimited: l.rateLimited}
 	if f != nil {
 		line.Repeats = f.repeats
+	}
+	if l.opts.NamesOf != nil && a.Direction == policy.Egress.String() {
+		line.Dst.Names = l.opts.NamesOf(p.Dst)
 	}
 	if !p.Time.IsZero() {
 		line.Time = p.Time

@@ -128,3 +128,27 @@ func summaries(s string) []string {
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
 func itoa(n int) string                   { return strconv.Itoa(n) }
+
+// TestLineNamesTheDomain: an egress line to an address that DNS answers
+// taught names the domains it stood for; an ingress line, or an address
+// no answer taught, names none.
+func TestLineNamesTheDomain(t *testing.T) {
+	allowNames := &compile.Audit{ID: "0c0c0c0c0c0c", Verdict: compile.VerdictAllow, Direction: "egress", Tier: "Admin",
+		Policy: &policy.Ref{Kind: "AdminNetworkPolicy", Name: "allowlist"}, Rule: "names"}
+	names := map[netip.Addr][]string{dst: {"api.allowed.test", "www.allowed.test"}}
+	l, out, _ := newTestLogger(Options{NamesOf: func(a netip.Addr) []string { return names[a] }})
+	l.Update(map[string]*compile.Audit{allowNames.ID: allowNames, denyY.ID: denyY}, func(netip.Addr) string { return "" })
+	for _, p := range []nflog.Packet{pkt("np:0c0c0c0c0c0c:", 443), pkt("np:0a0a0a0a0a0a:", 80),
+		{Prefix: "np:0c0c0c0c0c0c:", Src: src, Dst: netip.MustParseAddr("198.18.9.9"), Proto: 6, DstPort: 443}} {
+		if err := l.Log(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `{"time":"2026-01-02T03:04:05Z","verdict":"allow","direction":"egress","src":{"ip":"198.18.0.2"},"dst":{"ip":"198.18.1.3","names":["api.allowed.test","www.allowed.test"]},"protocol":"TCP","port":443,"tier":"Admin","policy":{"kind":"AdminNetworkPolicy","name":"allowlist"},"rule":"names"}
+{"time":"2026-01-02T03:04:05Z","verdict":"deny","direction":"ingress","src":{"ip":"198.18.0.2"},"dst":{"ip":"198.18.1.3"},"protocol":"TCP","port":80,"tier":"Admin","policy":{"kind":"AdminNetworkPolicy","name":"deny-y"},"rule":"deny-from-y"}
+{"time":"2026-01-02T03:04:05Z","verdict":"allow","direction":"egress","src":{"ip":"198.18.0.2"},"dst":{"ip":"198.18.9.9"},"protocol":"TCP","port":443,"tier":"Admin","policy":{"kind":"AdminNetworkPolicy","name":"allowlist"},"rule":"names"}
+`
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}

@@ -220,6 +220,13 @@ netlink nor write access: it prints each transaction instead.`,
 				}
 				cfg.Conntrack = dataplane.Conntrack{}
 				cfg.Generation = dataplane.Generation
+				if dnsProxy {
+					p, err := startDNSProxy(ctx, cfg.Node, dnsKernel, dnsLimits, rec)
+					if err != nil {
+						return err
+					}
+					cfg.DNS = p
+				}
 				if auditLog != "off" {
 					closeAudit, err := startAudit(cmd, &cfg, auditLog)
 					if err != nil {
@@ -242,13 +249,6 @@ netlink nor write access: it prints each transaction instead.`,
 					klog.InfoS("Kernel before 6.2, or release unknown: chains and sets a change leaves unused are deleted in a later transaction", "release", release)
 					renderer.DeleteLater(true)
 				}
-			}
-			if dnsProxy && !cfg.DryRun {
-				p, err := startDNSProxy(ctx, cfg.Node, dnsKernel, dnsLimits, rec)
-				if err != nil {
-					return err
-				}
-				cfg.DNS = p
 			}
 			out := cmd.OutOrStdout()
 			a := agent.New(cfg, renderer, func(tx string) { fmt.Fprint(out, tx) })
@@ -349,7 +349,11 @@ func startAudit(cmd *cobra.Command, cfg *agent.Config, path string) (func(), err
 		closeFile()
 		return func() {}, nil
 	}
-	l := audit.New(w, audit.Options{})
+	opts := audit.Options{}
+	if cfg.DNS != nil {
+		opts.NamesOf = cfg.DNS.NamesOf
+	}
+	l := audit.New(w, opts)
 	cfg.Audit = l
 	go func() {
 		err := l.Run(r, func(err error) { klog.ErrorS(err, "Audit log") })

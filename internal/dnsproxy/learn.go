@@ -42,6 +42,7 @@ package dnsproxy
 
 import (
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -85,7 +86,10 @@ type learner struct {
 	// expires there (the kernel removes it then; this copy is how the cap
 	// is counted).
 	learned map[learnedKey]time.Time
-	swept   time.Time // when expire last ran
+	// names are the names each learned address was an answer for, and
+	// until when (the audit log says which domain a connection went to).
+	names map[netip.Addr]map[string]time.Time
+	swept time.Time // when expire last ran
 	stats   Stats
 }
 
@@ -106,7 +110,8 @@ type Stats struct {
 }
 
 func newLearner(limits Limits, write func([]dataplane.Element) error) *learner {
-	return &learner{limits: limits, write: write, now: time.Now, learned: map[learnedKey]time.Time{}}
+	return &learner{limits: limits, write: write, now: time.Now, learned: map[learnedKey]time.Time{},
+		names: map[netip.Addr]map[string]time.Time{}}
 }
 
 // setTargets replaces the domain sets that answers are learned into.
@@ -190,6 +195,14 @@ func (l *learner) learn(msg []byte) bool {
 	}
 	for i, k := range keys {
 		l.learned[k] = until[i]
+		byName := l.names[k.addr]
+		if byName == nil {
+			byName = map[string]time.Time{}
+			l.names[k.addr] = byName
+		}
+		if until[i].After(byName[a.Name]) {
+			byName[a.Name] = until[i]
+		}
 	}
 	l.stats.Learned += uint64(len(elems))
 	return true
@@ -205,6 +218,32 @@ func (l *learner) expire(now time.Time) {
 			l.stats.Expired++
 		}
 	}
+	for addr, byName := range l.names {
+		for name, t := range byName {
+			if !t.After(now) {
+				delete(byName, name)
+			}
+		}
+		if len(byName) == 0 {
+			delete(l.names, addr)
+		}
+	}
+}
+
+// NamesOf returns the names whose answers taught addr and have not
+// expired, sorted.
+func (l *learner) NamesOf(addr netip.Addr) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	var out []string
+	for name, t := range l.names[addr.Unmap()] {
+		if t.After(now) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Stats returns what the learner did so far.

@@ -129,11 +129,20 @@ func TestLearnerWritesTheAnswersAddressesIntoTheSetsThatNameThem(t *testing.T) {
 	if st := l.Stats(); st.Answers != 7 || st.Learned != 5 || st.Addresses != 5 || st.Unreadable != 0 {
 		t.Errorf("stats %+v, want 7 answers, 5 learned, 5 addresses", st)
 	}
+	if got := l.NamesOf(netip.MustParseAddr("198.18.7.1")); !slices.Equal(got, []string{"api.example.com"}) {
+		t.Errorf("names of 198.18.7.1: %q, want api.example.com", got)
+	}
+	if got := l.NamesOf(netip.MustParseAddr("198.18.7.6")); !slices.Equal(got, []string{"x.allowed.test"}) {
+		t.Errorf("names of 198.18.7.6: %q, want x.allowed.test (the asked name, not the CNAMEs')", got)
+	}
 	// Time passes: the 30 s address expired (the kernel removed it), the
 	// others have not.
 	now = now.Add(45 * time.Second)
 	if st := l.Stats(); st.Addresses != 4 || st.Expired != 1 {
 		t.Errorf("after 45s: %+v, want 4 addresses, 1 expired", st)
+	}
+	if got := l.NamesOf(netip.MustParseAddr("198.18.7.1")); got != nil {
+		t.Errorf("names of 198.18.7.1 after it expired: %q, want none", got)
 	}
 }
 

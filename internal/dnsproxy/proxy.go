@@ -92,6 +92,9 @@ func (p *Proxy) Update(_ context.Context, servers, clients []netip.Addr, sets []
 // Stats returns what the proxy did so far.
 func (p *Proxy) Stats() Stats { return p.learner.Stats() }
 
+// NamesOf returns the names whose answers taught addr, while they last.
+func (p *Proxy) NamesOf(addr netip.Addr) []string { return p.learner.NamesOf(addr) }
+
 // Run sets up routing, listens, and keeps the divert table as Update asks
 // and its rule alive until ctx is done; then it deletes the table, so
 // answers go straight to the pods again. If the agent dies instead, they

@@ -163,6 +163,9 @@ func readAudit(t *testing.T, path string) []string {
 			}
 			s += " " + r.String()
 		}
+		if len(line.Dst.Names) > 0 {
+			s += " names " + strings.Join(line.Dst.Names, ",")
+		}
 		out = append(out, s)
 	}
 	return out

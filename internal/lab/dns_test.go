@@ -107,7 +107,7 @@ data:
 ---
 apiVersion: policy.networking.k8s.io/v1alpha1
 kind: AdminNetworkPolicy
-metadata: {name: allowlist}
+metadata: {name: allowlist, annotations: {netpol.io/audit: "all"}}
 spec:
   priority: 10
   subject: {namespaces: {matchLabels: {kubernetes.io/metadata.name: app}}}
@@ -197,6 +197,32 @@ func TestLabDomainNames(t *testing.T) {
 		if got := connect(client, addr); got != c.want {
 			t.Errorf("client -> %s (%s) on 443: connected=%v, want %v", c.name, addr, got, c.want)
 		}
+	}
+	// A learned address on a port the rule does not allow: denied, and
+	// the audit line still says which name the address stood for.
+	if ok, err := l.Probe(client, netip.MustParseAddr("198.18.3.1"), l4.Port{Proto: l4.TCP, Num: 80}); err != nil || ok {
+		t.Errorf("client -> www.allowed.test on 80: connected=%v err=%v, want denied", ok, err)
+	}
+	wantAudit := []string{
+		"deny egress app/client 198.18.1.1 -> ext/allowed 198.18.3.1 TCP 443: Admin AdminNetworkPolicy allowlist rest",
+		"allow egress app/client 198.18.1.1 -> ext/allowed 198.18.3.1 TCP 443: Admin AdminNetworkPolicy allowlist names names www.allowed.test",
+		"allow egress app/client fd00:198:18:1::1 -> ext/allowed fd00:198:18:3::1 TCP 443: Admin AdminNetworkPolicy allowlist names names www.allowed.test",
+		"deny egress app/client 198.18.1.1 -> ext/denied 198.18.3.2 TCP 443: Admin AdminNetworkPolicy allowlist rest",
+		"deny egress app/client fd00:198:18:1::1 -> ext/denied fd00:198:18:3::2 TCP 443: Admin AdminNetworkPolicy allowlist rest",
+		"deny egress app/client 198.18.1.1 -> ext/allowed 198.18.3.1 TCP 80: Admin AdminNetworkPolicy allowlist rest names www.allowed.test",
+	}
+	var gotAudit []string
+	waitFor(t, "node-1's audit log has the six connections to ext", func() bool {
+		gotAudit = nil
+		for _, line := range readAudit(t, l.AuditLog("node-1")) {
+			if strings.Contains(line, "-> ext/") {
+				gotAudit = append(gotAudit, line)
+			}
+		}
+		return len(gotAudit) >= len(wantAudit)
+	})
+	if !slices.Equal(gotAudit, wantAudit) {
+		t.Errorf("node-1's audit log, connections to ext:\n%s\nwant\n%s", strings.Join(gotAudit, "\n"), strings.Join(wantAudit, "\n"))
 	}
 	if _, err := l.Resolve(client, "nothing.test", v4); !errors.Is(err, lab.ErrNoSuchName) {
 		t.Errorf("nothing.test: %v, want no such name", err)

@@ -12,15 +12,18 @@ const clusterDomain = "cluster.local"
 
 // domainNames reports what a domainNames peer does differently from what
 // its author may expect (policy/domains.go has the semantics):
-//   - explain and matrix match names (explain --to NAME), but the agent
-//     does not learn the addresses they stand for yet: in the kernel the
-//     peer matches nothing, and an allow-list of names followed by a Deny
-//     denies the names. Said nowhere else, nobody would know.
+//   - the agent learns the addresses names stand for from the answers of
+//     the cluster DNS, which it finds as the Service kube-system/kube-dns
+//     (package dnsproxy): an input without that Service leaves it nothing
+//     to learn from unless its flags name the servers (--dns-server), and
+//     an allow-list of names followed by a Deny would deny the names.
+//     Said nowhere else, nobody would know.
 //   - in a Deny or Pass rule the API does not support the field: the peer
 //     matches nothing, anywhere.
 //   - a name in the cluster's own domain resolves to a Service's cluster IP,
 //     which policy never sees after the translation.
 func (l *linter) domainNames() {
+	clusterDNS := l.e.Cluster().Service("kube-system", "kube-dns") != nil
 	for _, p := range l.e.Policies().Policies() {
 		for _, d := range policy.Directions {
 			for _, r := range p.Rules[d] {
@@ -37,10 +40,12 @@ func (l *linter) domainNames() {
 							Hint: "allow the names in an Allow rule above a lower-priority Deny; to deny addresses, use networks"})
 						continue
 					}
-					l.add(Finding{Severity: Warning, Code: CodeDomainNames, Object: p.Ref, Origin: p.Origin, Field: field,
-						Message: fmt.Sprintf("the netpol agent does not enforce domainNames yet: explain and matrix match %s (explain --to NAME), but in the kernel this peer matches no traffic, so those connections meet the rules after it",
-							names),
-						Hint: "until then, allow the addresses the names resolve to with networks (and keep the names for implementations that enforce them)"})
+					if !clusterDNS {
+						l.add(Finding{Severity: Warning, Code: CodeDomainNames, Object: p.Ref, Origin: p.Origin, Field: field,
+							Message: fmt.Sprintf("the netpol agent learns the addresses of %s from the cluster DNS's answers, and the input has no Service kube-system/kube-dns to find it by: unless the agents run with --dns-server, this peer matches no traffic in the kernel, so those connections meet the rules after it",
+								names),
+							Hint: "give the agents --dns-server with the cluster DNS Service's addresses, or lint an input that holds the Service"})
+					}
 					for _, dp := range peer.Domains {
 						if dp.Name == clusterDomain || strings.HasSuffix(dp.Name, "."+clusterDomain) {
 							l.add(Finding{Severity: Warning, Code: CodeDomainNamesCluster, Object: p.Ref, Origin: p.Origin, Field: field,

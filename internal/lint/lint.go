@@ -50,9 +50,9 @@
 //	                                                (its users, as the input says) reach none of them on a target port
 //	ipblock-cluster-ip            warning           an egress ipBlock or networks peer covers a Service's cluster IP, which
 //	                                                policy never sees (it sees the backends' pod addresses)
-//	domain-names-not-enforced     warning           a domainNames peer: explain and matrix match names, but the agent
-//	                                                does not learn their addresses yet, so in the kernel the rule
-//	                                                matches no traffic and the rules after it decide
+//	domain-names-not-enforced     warning           a domainNames peer in an input without the Service kube-system/
+//	                                                kube-dns: the agent learns names' addresses from the cluster
+//	                                                DNS's answers and finds no server to learn from (--dns-server)
 //	domain-names-not-allow        error             a domainNames peer in a Deny or Pass rule: the API supports them
 //	                                                only in Allow (Accept) rules; the peer matches nothing
 //	domain-names-cluster-local    warning           a domainNames entry in the cluster's domain: Service names resolve
