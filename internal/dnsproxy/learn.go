@@ -90,7 +90,7 @@ type learner struct {
 	// until when (the audit log says which domain a connection went to).
 	names map[netip.Addr]map[string]time.Time
 	swept time.Time // when expire last ran
-	stats   Stats
+	stats Stats
 }
 
 type learnedKey struct {
