@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -45,6 +46,8 @@ var typed = map[string]func() any{
 	"ConfigMap":          func() any { return &corev1.ConfigMap{} },
 	"ClusterRole":        func() any { return &rbacv1.ClusterRole{} },
 	"ClusterRoleBinding": func() any { return &rbacv1.ClusterRoleBinding{} },
+	"Role":               func() any { return &rbacv1.Role{} },
+	"RoleBinding":        func() any { return &rbacv1.RoleBinding{} },
 	"DaemonSet":          func() any { return &appsv1.DaemonSet{} },
 	// netpol does not import the apiextensions types; TestCRDsAreUpstream
 	// checks these files byte for byte instead.
@@ -173,6 +176,8 @@ func TestManifests(t *testing.T) {
 		"crds/policy.networking.k8s.io_baselineadminnetworkpolicies.yaml: CustomResourceDefinition baselineadminnetworkpolicies.policy.networking.k8s.io",
 		"crds/policy.networking.k8s.io_clusternetworkpolicies.yaml: CustomResourceDefinition clusternetworkpolicies.policy.networking.k8s.io",
 		"daemonset.yaml: DaemonSet netpol-system/netpol-agent",
+		"dns-role.yaml: Role kube-system/netpol-agent-cluster-dns",
+		"dns-role.yaml: RoleBinding kube-system/netpol-agent-cluster-dns",
 		"namespace.yaml: Namespace netpol-system",
 		"serviceaccount.yaml: ServiceAccount netpol-system/netpol-agent",
 	}
@@ -265,6 +270,23 @@ func TestClusterRoleLeastPrivilege(t *testing.T) {
 		"policy.networking.k8s.io clusternetworkpolicies/status patch",
 	}
 	equalLines(t, "ClusterRole grants", got, want)
+}
+
+// TestClusterDNSRole pins what the agent may read in kube-system: the one
+// Service it finds the cluster DNS by, bound to its service account.
+func TestClusterDNSRole(t *testing.T) {
+	ms := readManifests(t)
+	role := one[*rbacv1.Role](t, ms, "Role")
+	rb := one[*rbacv1.RoleBinding](t, ms, "RoleBinding")
+	sa := one[*corev1.ServiceAccount](t, ms, "ServiceAccount")
+	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"services"}, ResourceNames: []string{"kube-dns"}, Verbs: []string{"get"}}}
+	if role.Namespace != "kube-system" || !reflect.DeepEqual(role.Rules, want) {
+		t.Errorf("Role %s/%s grants %+v, want in kube-system only %+v", role.Namespace, role.Name, role.Rules, want)
+	}
+	wantSubject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: sa.Namespace}}
+	if rb.Namespace != role.Namespace || rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != role.Name || !reflect.DeepEqual(rb.Subjects, wantSubject) {
+		t.Errorf("RoleBinding %s/%s: roleRef %+v subjects %+v, want Role %s for %+v", rb.Namespace, rb.Name, rb.RoleRef, rb.Subjects, role.Name, wantSubject)
+	}
 }
 
 // TestDaemonSetWiring checks the references between the manifests that

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -203,6 +204,9 @@ netlink nor write access: it prints each transaction instead.`,
 					return err
 				}
 				cfg.Input = w
+				if dnsProxy && len(cfg.DNSServers) == 0 && !cfg.DryRun {
+					cfg.DNSServers = clusterDNSServers(ctx, rc)
+				}
 				if rec != nil {
 					if cfg.Reporter, err = statusWriter(rc, cfg.Node, w, rec); err != nil {
 						return err
@@ -300,6 +304,48 @@ netlink nor write access: it prints each transaction instead.`,
 	fl.BoolVar(&cfg.Pipeline.LegacyNamespaceIsolation, "legacy-namespace-isolation", false, "honour the v1beta1 namespace DefaultDeny annotation for ingress")
 	fl.IntVar(&cfg.Pipeline.ReplicaCap, "replica-cap", 0, "most pods modelled per workload (default 10)")
 	return cmd
+}
+
+// clusterDNSServers reads the cluster IPs of the Service kube-system/
+// kube-dns, the servers whose answers teach domainNames addresses (the
+// agent watches no Services; deploy/dns-role.yaml lets it get this one).
+// None, with the reason logged, when it cannot: domainNames connections
+// are then denied until --dns-server names the servers.
+func clusterDNSServers(ctx context.Context, rc *rest.Config) []netip.Addr {
+	cs, err := kubernetes.NewForConfig(rc)
+	if err == nil {
+		var addrs []netip.Addr
+		if addrs, err = serviceAddrs(ctx, cs, "kube-system", "kube-dns"); err == nil {
+			klog.InfoS("DNS answers of the cluster DNS teach domainNames addresses", "service", "kube-system/kube-dns", "addresses", addrs)
+			return addrs
+		}
+	}
+	klog.ErrorS(err, "No cluster DNS to learn domainNames addresses from: their connections are denied; give --dns-server")
+	return nil
+}
+
+// serviceAddrs returns the cluster IPs of one Service.
+func serviceAddrs(ctx context.Context, cs kubernetes.Interface, namespace, name string) ([]netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	svc, err := cs.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	ips := svc.Spec.ClusterIPs
+	if len(ips) == 0 && svc.Spec.ClusterIP != "" {
+		ips = []string{svc.Spec.ClusterIP}
+	}
+	var addrs []netip.Addr
+	for _, ip := range ips {
+		if a, err := netip.ParseAddr(ip); err == nil {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("Service %s/%s has no cluster IP", namespace, name)
+	}
+	return addrs, nil
 }
 
 // startDNSProxy starts the proxy that learns domainNames addresses

@@ -1,0 +1,33 @@
+package cli
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// TestServiceAddrs: the cluster DNS's addresses are the Service's cluster
+// IPs, both families; a headless Service or none at all is an error.
+func TestServiceAddrs(t *testing.T) {
+	cs := fake.NewSimpleClientset(
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"},
+			Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10", "fd00:10:96::a"}}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "headless"},
+			Spec: corev1.ServiceSpec{ClusterIP: "None", ClusterIPs: []string{"None"}}})
+	got, err := serviceAddrs(context.Background(), cs, "kube-system", "kube-dns")
+	want := []netip.Addr{netip.MustParseAddr("10.96.0.10"), netip.MustParseAddr("fd00:10:96::a")}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("kube-dns: %v %v, want %v", got, err, want)
+	}
+	if _, err := serviceAddrs(context.Background(), cs, "kube-system", "headless"); err == nil || err.Error() != "Service kube-system/headless has no cluster IP" {
+		t.Errorf("headless: %v", err)
+	}
+	if _, err := serviceAddrs(context.Background(), cs, "kube-system", "missing"); err == nil {
+		t.Error("a missing Service: no error")
+	}
+}
