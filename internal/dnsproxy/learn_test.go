@@ -18,7 +18,7 @@ import (
 // answer builds a DNS response to a query for name: each record is
 // "A addr ttl", "AAAA addr ttl" or "CNAME owner target ttl"; addresses
 // belong to the last CNAME's target, or to name.
-func answer(t *testing.T, name string, records ...string) []byte {
+func answer(t testing.TB, name string, records ...string) []byte {
 	t.Helper()
 	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: 7, Response: true, Authoritative: true})
 	b.EnableCompression()
