@@ -162,6 +162,15 @@ func (p *Proxy) Run(ctx context.Context) error {
 // written before the next answer is read, so answers stay in order.
 func (p *Proxy) serve(c *net.UDPConn) {
 	buf, oob := make([]byte, 65535), make([]byte, 512)
+	// senders are sockets bound to the servers' addresses, kept: there
+	// are few servers, and a socket made for each answer cost more than
+	// the rest of the hold.
+	senders := map[netip.AddrPort]*net.UDPConn{}
+	defer func() {
+		for _, s := range senders {
+			s.Close()
+		}
+	}()
 	for {
 		n, oobn, _, src, err := c.ReadMsgUDPAddrPort(buf, oob)
 		if err != nil {
@@ -179,7 +188,7 @@ func (p *Proxy) serve(c *net.UDPConn) {
 		}
 		p.learner.learn(buf[:n])
 		p.capCheck()
-		if err := sendAs(src, dst, buf[:n]); err != nil {
+		if err := sendAs(senders, src, dst, buf[:n]); err != nil {
 			klog.ErrorS(err, "Sending a DNS answer on to its pod", "from", src, "to", dst)
 			continue
 		}
@@ -260,8 +269,38 @@ func originalDst(oob []byte) (netip.AddrPort, bool) {
 }
 
 // sendAs sends msg to dst from src, an address that is not the node's:
-// the answer goes on to the pod as the DNS server sent it.
-func sendAs(src, dst netip.AddrPort, msg []byte) error {
+// the answer goes on to the pod as the DNS server sent it. The socket
+// bound to src is kept in senders, and made again after a failure.
+func sendAs(senders map[netip.AddrPort]*net.UDPConn, src, dst netip.AddrPort, msg []byte) error {
+	c := senders[src]
+	if c == nil {
+		var err error
+		if c, err = transparentSender(src); err != nil {
+			return err
+		}
+		if len(senders) >= maxSenders {
+			for k, s := range senders { // a bound: pods asked unknown servers?
+				s.Close()
+				delete(senders, k)
+			}
+		}
+		senders[src] = c
+	}
+	if _, err := c.WriteToUDPAddrPort(msg, dst); err != nil {
+		c.Close()
+		delete(senders, src)
+		return err
+	}
+	return nil
+}
+
+// maxSenders bounds the kept sockets; answers only come from the
+// configured servers, so this is never reached in practice.
+const maxSenders = 64
+
+// transparentSender returns a UDP socket bound to src, an address that is
+// not the node's.
+func transparentSender(src netip.AddrPort) (*net.UDPConn, error) {
 	network := "udp4"
 	if src.Addr().Is6() && !src.Addr().Is4In6() {
 		network = "udp6"
@@ -280,11 +319,9 @@ func sendAs(src, dst netip.AddrPort, msg []byte) error {
 	}}
 	pc, err := lc.ListenPacket(context.Background(), network, src.String())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer pc.Close()
-	_, err = pc.(*net.UDPConn).WriteToUDPAddrPort(msg, dst)
-	return err
+	return pc.(*net.UDPConn), nil
 }
 
 func sorted(a []netip.Addr) []netip.Addr {
