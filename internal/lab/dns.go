@@ -219,16 +219,20 @@ func (l *Lab) servesDNS(key string, port l4.Port) bool {
 	return false
 }
 
-func dnsUDPLoop(pc net.PacketConn, zone []ZoneRecord) {
+// dnsUDPLoop answers DNS queries from zone, and anything else as every
+// lab server does (a probe's datagram is echoed).
+func dnsUDPLoop(pc net.PacketConn, zone []ZoneRecord, pod string) {
 	buf := make([]byte, 512)
 	for {
 		n, from, err := pc.ReadFrom(buf)
 		if err != nil {
 			return
 		}
-		if msg, err := answerQuery(zone, buf[:n]); err == nil {
-			_, _ = pc.WriteTo(msg, from)
+		msg, err := answerQuery(zone, buf[:n])
+		if err != nil {
+			msg = reply(buf[:n], pod)
 		}
+		_, _ = pc.WriteTo(msg, from)
 	}
 }
 
@@ -379,4 +383,83 @@ func resolve(server netip.Addr, name string, like netip.Addr) ([]netip.Addr, err
 		addrs[i] = ad.IP
 	}
 	return addrs, nil
+}
+
+// NameCell is one connection to a name: resolved from pod From through the
+// lab's DNS, then probed to the answer's address on Port.
+type NameCell struct {
+	From     string     `json:"from"`
+	Name     string     `json:"name"`
+	Addr     netip.Addr `json:"addr"`
+	To       string     `json:"to"` // the lab pod that holds Addr
+	Port     l4.Port    `json:"port"`
+	Observed bool       `json:"observed"`
+	Err      error      `json:"-"`
+}
+
+// zoneNames are the names to ask for: each name of the zone, and for a
+// wildcard one name below it.
+func zoneNames(zone []ZoneRecord) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, r := range zone {
+		n := r.Name
+		if rest, ok := strings.CutPrefix(n, "*."); ok {
+			n = "probe." + rest
+		}
+		if !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// ProbeNames has every pod resolve every name of the zone (zoneNames), in
+// each family it has, and connect to the answer on the ports its pod
+// serves among ports (all when nil): as a client does, one name at a time,
+// the connection right after its answer. Names without an answer in a
+// family are left out.
+func (l *Lab) ProbeNames(ports []l4.Port) []NameCell {
+	owner := map[netip.Addr]Pod{}
+	for _, p := range l.Pods {
+		for _, a := range p.Addrs() {
+			owner[a] = p
+		}
+	}
+	var cells []NameCell
+	for _, src := range l.Pods {
+		if l.servesDNS(src.Key, l4.Port{Proto: l4.UDP, Num: 53}) {
+			continue
+		}
+		for _, name := range zoneNames(l.Zone) {
+			for _, like := range src.Addrs() {
+				addrs, err := l.Resolve(src, name, like)
+				if errors.Is(err, ErrNoSuchName) || err == nil && len(addrs) == 0 {
+					continue
+				}
+				if err != nil {
+					cells = append(cells, NameCell{From: src.Key, Name: name, Err: err})
+					continue
+				}
+				dst, ok := owner[addrs[0]]
+				if !ok {
+					cells = append(cells, NameCell{From: src.Key, Name: name, Addr: addrs[0], Err: fmt.Errorf("%s resolved to %s, no lab pod's address", name, addrs[0])})
+					continue
+				}
+				for _, port := range dst.Ports {
+					if ports != nil && !contains(ports, port) || port.Proto != l4.TCP && port.Proto != l4.UDP {
+						continue
+					}
+					c := NameCell{From: src.Key, Name: name, Addr: addrs[0], To: dst.Key, Port: port}
+					c.Observed, c.Err = l.Probe(src, addrs[0], port)
+					if c.Err == nil && !c.Observed { // once more before it counts as denied, as ProbeAll does
+						c.Observed, c.Err = l.Probe(src, addrs[0], port)
+					}
+					cells = append(cells, c)
+				}
+			}
+		}
+	}
+	return cells
 }

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -102,6 +104,11 @@ func replay(t *testing.T, s *scenario.Scenario, name string, probed map[string]i
 	}
 	var l *lab.Lab
 	var servers *lab.Servers
+	// learned are the names each address was an answer for so far: in the
+	// kernel a domainNames rule allows an address that an answer for one
+	// of its names taught, until the answer's TTL expires, whoever
+	// connects and however they came by the address.
+	learned := map[netip.Addr][]string{}
 	t.Cleanup(func() {
 		if servers != nil {
 			servers.Close()
@@ -154,11 +161,27 @@ func replay(t *testing.T, s *scenario.Scenario, name string, probed map[string]i
 			}
 			probed[family]++
 			probed[c.Port.Proto.String()+" "+word(c.Observed)]++
-			f, v := decide(st.Engine, c.SrcIP.String(), c.DstIP.String(), c.Port)
+			f, v := decide(st.Engine, c.SrcIP.String(), c.DstIP.String(), c.Port, learned[c.DstIP]...)
 			if v.Allowed != c.Observed {
 				var trace bytes.Buffer
 				engine.WriteTrace(&trace, f, v)
 				wrong = append(wrong, fmt.Sprintf("%s -> %s (%s) %s: kernel %s, predicted %s\n%s", c.From, c.To, c.DstIP, c.Port,
+					word(c.Observed), word(v.Allowed), trace.String()))
+			}
+		}
+		for _, c := range l.ProbeNames(ports) {
+			if c.Err != nil {
+				return fmt.Errorf("probe %s -> %s: %w", c.From, c.Name, c.Err)
+			}
+			if !slices.Contains(learned[c.Addr], c.Name) {
+				learned[c.Addr] = append(learned[c.Addr], c.Name)
+			}
+			probed["to a name "+word(c.Observed)]++
+			f, v := decide(st.Engine, c.From, c.Addr.String(), c.Port, learned[c.Addr]...)
+			if v.Allowed != c.Observed {
+				var trace bytes.Buffer
+				engine.WriteTrace(&trace, f, v)
+				wrong = append(wrong, fmt.Sprintf("%s -> %s (%s, %s) %s: kernel %s, predicted %s\n%s", c.From, c.Name, c.Addr, c.To, c.Port,
 					word(c.Observed), word(v.Allowed), trace.String()))
 			}
 		}
@@ -201,9 +224,12 @@ func replay(t *testing.T, s *scenario.Scenario, name string, probed map[string]i
 	}
 }
 
-func decide(e *engine.Engine, from, to string, port l4.Port) (engine.Flow, engine.Verdict) {
+// decide is the engine's verdict for a flow to address to, which DNS
+// answers gave for names (none: an address nobody resolved).
+func decide(e *engine.Engine, from, to string, port l4.Port, names ...string) (engine.Flow, engine.Verdict) {
 	src, _ := e.Endpoint(from)
 	dst, _ := e.Endpoint(to)
+	dst, _ = dst.ResolvedAs(names)
 	f := engine.Flow{Src: src, Dst: dst, Port: port}
 	return f, e.Decide(f)
 }

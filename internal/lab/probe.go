@@ -48,7 +48,7 @@ func (l *Lab) Serve() (*Servers, error) {
 						}
 						s.closers = append(s.closers, pc)
 						if l.servesDNS(p.Key, port) {
-							go dnsUDPLoop(pc, l.Zone)
+							go dnsUDPLoop(pc, l.Zone, p.Key)
 						} else {
 							go echoLoop(pc, p.Key)
 						}
