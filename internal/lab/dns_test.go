@@ -376,7 +376,9 @@ func BenchmarkLabDNSProxyHold(b *testing.B) {
 			b.Fatal("node-1's proxy does not divert the client's answers")
 		}
 	}
-	pod := func(key string) lab.Pod { return l.Pods[slices.IndexFunc(l.Pods, func(p lab.Pod) bool { return p.Key == key })] }
+	pod := func(key string) lab.Pod {
+		return l.Pods[slices.IndexFunc(l.Pods, func(p lab.Pod) bool { return p.Key == key })]
+	}
 	const n = 2000
 	like := netip.MustParseAddr("198.18.0.1")
 	quantiles := func(src lab.Pod) (p50, p99 time.Duration) {
