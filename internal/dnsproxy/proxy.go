@@ -95,11 +95,31 @@ func (p *Proxy) Stats() Stats { return p.learner.Stats() }
 // NamesOf returns the names whose answers taught addr, while they last.
 func (p *Proxy) NamesOf(addr netip.Addr) []string { return p.learner.NamesOf(addr) }
 
-// Run sets up routing, listens, and keeps the divert table as Update asks
-// and its rule alive until ctx is done; then it deletes the table, so
+// Run waits until Update first gives pods to divert answers to, then sets
+// up routing, listens, and keeps the divert table as Update asks and its
+// rule alive until ctx is done; then it deletes the table, so
 // answers go straight to the pods again. If the agent dies instead, they
 // do so within aliveTimeout (fail-static).
 func (p *Proxy) Run(ctx context.Context) error {
+	// Nothing is set up on a node until a domainNames rule governs one of
+	// its pods: no routing rule, socket or table where none is used.
+	for {
+		p.mu.Lock()
+		want := p.want
+		p.mu.Unlock()
+		if len(want.servers) > 0 && len(want.clients) > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.changed:
+		}
+	}
+	select {
+	case p.changed <- struct{}{}: // the loop below writes the table at once
+	default:
+	}
 	if err := p.cfg.Kernel.route(); err != nil {
 		return err
 	}

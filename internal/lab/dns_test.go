@@ -160,6 +160,13 @@ func TestLabDomainNames(t *testing.T) {
 		out, _ := exec.Command("ip", "netns", "exec", node1.Namespace, "nft", "list", "set", "inet", "netpol-dns", "clients-4").CombinedOutput()
 		return strings.Contains(string(out), "198.18.1.1")
 	})
+	// node-2 has no pod that a domainNames rule governs: nothing is set
+	// up there.
+	if out, err := exec.Command("ip", "netns", "exec", l.Nodes[1].Namespace, "sh", "-c",
+		"nft list tables; ip rule; ss -uln").CombinedOutput(); err != nil || strings.Contains(string(out), "netpol-dns") ||
+		strings.Contains(string(out), "lookup 153") || strings.Contains(string(out), ":15353") {
+		t.Errorf("node-2, without a pod under a domainNames rule: %v\n%s\nwant no divert table, routing rule or socket", err, out)
+	}
 	https := l4.Port{Proto: l4.TCP, Num: 443}
 	v4, v6 := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("fd00::1")
 	connect := func(src lab.Pod, addr netip.Addr) bool {
