@@ -186,20 +186,15 @@ func (c *compiler) compileTable(pod *state.Pod, dir policy.Direction) *Table {
 		return nil
 	}
 	t := &Table{Dir: dir, Default: Accept}
-	for _, ar := range prog.Admin {
-		t.Rules = c.rules(t.Rules, pod, dir, policy.TierAdmin, ar)
+	for _, tp := range prog.Tiers {
+		for _, ar := range tp.Rules {
+			t.Rules = c.rules(t.Rules, pod, dir, tp.Tier, ar)
+		}
 	}
-	if prog.Isolated {
-		for _, ar := range prog.Allow {
-			t.Rules = c.rules(t.Rules, pod, dir, policy.TierNetworkPolicy, ar)
-		}
-		t.Default, t.IsolatedBy = Drop, prog.IsolatedBy
-		if c.isolationAudited(prog.IsolatedBy) {
-			t.DefaultAudit = isolationAudit(dir, prog.IsolatedBy)
-		}
-	} else {
-		for _, ar := range prog.Baseline {
-			t.Rules = c.rules(t.Rules, pod, dir, policy.TierBaseline, ar)
+	if rest, by := prog.Rest(); rest == engine.Deny {
+		t.Default, t.IsolatedBy = Drop, by
+		if c.isolationAudited(by) {
+			t.DefaultAudit = isolationAudit(dir, by)
 		}
 	}
 	if c.auditDenies {
@@ -213,7 +208,7 @@ func (c *compiler) compileTable(pod *state.Pod, dir policy.Direction) *Table {
 // peers are an OR), and for egress named ports one per peer and name.
 func (c *compiler) rules(out []Rule, pod *state.Pod, dir policy.Direction, tier policy.Tier, ar engine.AppliedRule) []Rule {
 	r := ar.Rule
-	base := Rule{Tier: tier, Action: action(tier, r.Action),
+	base := Rule{Tier: tier, Action: action(tier, ar.Outcome()),
 		From: RuleRef{Tier: tier.String(), Policy: ar.Policy.Ref, Rule: r.Label()}}
 	if ar.Policy.Audit.Logs(r.Action) {
 		base.Audit = ruleAudit(dir, base)
@@ -270,11 +265,14 @@ func (c *compiler) rules(out []Rule, pod *state.Pod, dir policy.Direction, tier 
 	return out
 }
 
-func action(tier policy.Tier, a policy.Action) Action {
+// action is the kernel's action of a rule of tier whose outcome is o. Next
+// (a Pass) leaves the admin tier for the NetworkPolicy tier, or ends the
+// baseline tier, after which the default allows.
+func action(tier policy.Tier, o engine.Outcome) Action {
 	switch {
-	case a == policy.Allow:
+	case o == engine.Accept:
 		return Accept
-	case a == policy.Deny:
+	case o == engine.Deny:
 		return Drop
 	case tier == policy.TierBaseline:
 		return EndTier
