@@ -10,8 +10,10 @@ import (
 // walk, and Program, which lays the same stages out as data for the kernel.
 // Each tier answers, per connection, as kube-network-policies' evaluators
 // do: accept, deny, or leave it to the next tier; after the last tier the
-// default allows. A new tier is an entry of the list; a new action is a
-// case of outcomeOf (and of compile's action, which says it to the kernel).
+// default allows. In the engine a new tier is an entry of the list and a
+// new action a case of outcomeOf; the kernel's side (compile's action, the
+// nft renderer's chains) says them again in its own terms, and
+// TestIRDecidesLikeEngine holds the two together.
 
 // Outcome is a tier's answer for a connection in one direction.
 type Outcome uint8
