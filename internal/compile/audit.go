@@ -83,7 +83,7 @@ func isolationAudit(dir policy.Direction, by []policy.Ref) *Audit {
 
 // isolationAudited reports whether one of the isolating policies asks for
 // its denies to be logged.
-func (c *compiler) isolationAudited(by []policy.Ref) bool {
+func (c *nodeCompile) isolationAudited(by []policy.Ref) bool {
 	if c.auditedNP == nil {
 		c.auditedNP = map[policy.Ref]bool{}
 		for _, p := range c.e.Policies().NetworkPolicies {

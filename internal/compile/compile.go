@@ -68,7 +68,7 @@ type cachedSet struct {
 
 // reuse returns the set called name made from the same pods, if the last IR
 // had it, and keeps it for the next.
-func (c *compiler) reuse(name, key string, pods iter.Seq[*state.Pod], ports bool) (cachedSet, bool) {
+func (c *nodeCompile) reuse(name, key string, pods iter.Seq[*state.Pod], ports bool) (cachedSet, bool) {
 	s, ok := c.last[name]
 	if !ok || s.key != key {
 		return s, false
@@ -93,7 +93,7 @@ func (c *compiler) reuse(name, key string, pods iter.Seq[*state.Pod], ports bool
 
 // Node compiles the IR of node.
 func (k *Compiler) Node(e *engine.Engine, node string) *IR {
-	c := &compiler{e: e, ir: &IR{Node: node}, tables: map[string]*Table{}, sets: map[string]*AddrSet{}, endpoints: map[string]*EndpointSet{},
+	c := &nodeCompile{e: e, ir: &IR{Node: node}, tables: map[string]*Table{}, sets: map[string]*AddrSet{}, endpoints: map[string]*EndpointSet{},
 		domains:     map[string]*DomainSet{},
 		auditDenies: k.AuditDenies, last: k.last, next: map[string]cachedSet{},
 		lastTables: k.lastTables, nextTables: map[tableKey]cachedTable{}}
@@ -126,7 +126,10 @@ func (k *Compiler) Node(e *engine.Engine, node string) *IR {
 	return c.ir
 }
 
-type compiler struct {
+// nodeCompile is one call of Compiler.Node: the IR it builds, indexed by
+// name while it does, and the sets and tables it may take from the last
+// call.
+type nodeCompile struct {
 	e           *engine.Engine
 	ir          *IR
 	tables      map[string]*Table // by name (a hash of the content)
@@ -144,7 +147,7 @@ type compiler struct {
 
 // table compiles one direction of pod and returns the name of its table,
 // shared with every pod whose rules came out the same.
-func (c *compiler) table(pod *state.Pod, dir policy.Direction) string {
+func (c *nodeCompile) table(pod *state.Pod, dir policy.Direction) string {
 	key := tableKey{c.e.ProgramKey(pod), pod, dir}
 	ct, ok := c.lastTables[key]
 	if !ok {
@@ -180,26 +183,21 @@ func (c *compiler) table(pod *state.Pod, dir policy.Direction) string {
 }
 
 // compileTable compiles one direction of pod, nil when no policy applies.
-func (c *compiler) compileTable(pod *state.Pod, dir policy.Direction) *Table {
+func (c *nodeCompile) compileTable(pod *state.Pod, dir policy.Direction) *Table {
 	prog := c.e.Program(pod, dir)
 	if prog.Empty() {
 		return nil
 	}
 	t := &Table{Dir: dir, Default: Accept}
-	for _, ar := range prog.Admin {
-		t.Rules = c.rules(t.Rules, pod, dir, policy.TierAdmin, ar)
+	for _, tp := range prog.Tiers {
+		for _, ar := range tp.Rules {
+			t.Rules = c.rules(t.Rules, pod, dir, tp.Tier, ar)
+		}
 	}
-	if prog.Isolated {
-		for _, ar := range prog.Allow {
-			t.Rules = c.rules(t.Rules, pod, dir, policy.TierNetworkPolicy, ar)
-		}
-		t.Default, t.IsolatedBy = Drop, prog.IsolatedBy
-		if c.isolationAudited(prog.IsolatedBy) {
-			t.DefaultAudit = isolationAudit(dir, prog.IsolatedBy)
-		}
-	} else {
-		for _, ar := range prog.Baseline {
-			t.Rules = c.rules(t.Rules, pod, dir, policy.TierBaseline, ar)
+	if rest, by := prog.Rest(); rest == engine.Deny {
+		t.Default, t.IsolatedBy = Drop, by
+		if c.isolationAudited(by) {
+			t.DefaultAudit = isolationAudit(dir, by)
 		}
 	}
 	if c.auditDenies {
@@ -211,9 +209,9 @@ func (c *compiler) compileTable(pod *state.Pod, dir policy.Direction) *Table {
 
 // rules appends the kernel rules of one policy rule: one per peer (the
 // peers are an OR), and for egress named ports one per peer and name.
-func (c *compiler) rules(out []Rule, pod *state.Pod, dir policy.Direction, tier policy.Tier, ar engine.AppliedRule) []Rule {
+func (c *nodeCompile) rules(out []Rule, pod *state.Pod, dir policy.Direction, tier policy.Tier, ar engine.AppliedRule) []Rule {
 	r := ar.Rule
-	base := Rule{Tier: tier, Action: action(tier, r.Action),
+	base := Rule{Tier: tier, Action: action(tier, ar.Outcome()),
 		From: RuleRef{Tier: tier.String(), Policy: ar.Policy.Ref, Rule: r.Label()}}
 	if ar.Policy.Audit.Logs(r.Action) {
 		base.Audit = ruleAudit(dir, base)
@@ -270,11 +268,14 @@ func (c *compiler) rules(out []Rule, pod *state.Pod, dir policy.Direction, tier 
 	return out
 }
 
-func action(tier policy.Tier, a policy.Action) Action {
+// action is the kernel's action of a rule of tier whose outcome is o. Next
+// (a Pass) leaves the admin tier for the NetworkPolicy tier, or ends the
+// baseline tier, after which the default allows.
+func action(tier policy.Tier, o engine.Outcome) Action {
 	switch {
-	case a == policy.Allow:
+	case o == engine.Accept:
 		return Accept
-	case a == policy.Deny:
+	case o == engine.Deny:
 		return Drop
 	case tier == policy.TierBaseline:
 		return EndTier
@@ -283,7 +284,7 @@ func action(tier policy.Tier, a policy.Action) Action {
 }
 
 // addrSet returns the name of the set of a peer's addresses, creating it.
-func (c *compiler) addrSet(peer engine.PeerSet) string {
+func (c *nodeCompile) addrSet(peer engine.PeerSet) string {
 	name := "a-" + shortHash(peer.Key)
 	if _, ok := c.sets[name]; ok {
 		return name
@@ -318,7 +319,7 @@ func (c *compiler) addrSet(peer engine.PeerSet) string {
 
 // domainSet returns the name of the set of a domainNames peer's
 // addresses, creating it (empty: the agent fills it).
-func (c *compiler) domainSet(peer engine.PeerSet) string {
+func (c *nodeCompile) domainSet(peer engine.PeerSet) string {
 	name := DomainSetPrefix + shortHash(peer.Key)
 	if _, ok := c.domains[name]; !ok {
 		s := &DomainSet{Name: name}
@@ -332,7 +333,7 @@ func (c *compiler) domainSet(peer engine.PeerSet) string {
 
 // endpointSet returns the name of the set of (address, protocol, port) of
 // the pods of peer that declare the named port pm.
-func (c *compiler) endpointSet(peer engine.PeerSet, pm policy.PortMatch) string {
+func (c *nodeCompile) endpointSet(peer engine.PeerSet, pm policy.PortMatch) string {
 	key := "port " + pm.String() + " of " + peer.Key
 	if peer.Kind == 0 {
 		key = "port " + pm.String() + " of all pods"

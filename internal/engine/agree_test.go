@@ -459,6 +459,9 @@ func TestExplainMatrixAgree(t *testing.T) {
 		seeds = 30
 	}
 	var policies, cells, allowed, legacyRuns, uniform int
+	// pairCells are the cells between two pods that policies can select
+	// (distinct, not host-network): those that policies decide.
+	var pairCells, pairAllowed int
 	for seed := int64(1); seed <= seeds; seed++ {
 		cellsBefore, allowedBefore := cells, allowed
 		g := &agreeGen{r: rand.New(rand.NewSource(seed))}
@@ -509,6 +512,12 @@ func TestExplainMatrixAgree(t *testing.T) {
 						if v.Allowed {
 							allowed++
 						}
+						if i != j && !s.HostNetwork && !d.HostNetwork {
+							pairCells++
+							if v.Allowed {
+								pairAllowed++
+							}
+						}
 						if got := m.Allowed(i, j, k); got != v.Allowed {
 							var trace strings.Builder
 							engine.WriteTrace(&trace, f, v)
@@ -533,21 +542,24 @@ func TestExplainMatrixAgree(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d clusters (%d also with legacy isolation), %d policies, %d cells, %d allowed, %d uniform runs", seeds, legacyRuns, policies, cells, allowed, uniform)
+	t.Logf("%d clusters (%d also with legacy isolation), %d policies, %d cells, %d allowed (between pods that policies select: %d of %d), %d uniform runs",
+		seeds, legacyRuns, policies, cells, allowed, pairAllowed, pairCells, uniform)
 	// A generator that drifted to all-allowed or all-denied clusters would
 	// make the agreement above say nothing: both sides agree trivially.
-	// The bounds hold today's generator (seeds 1-1000: 75% of the cells
-	// allowed, 324 of 1,549 runs uniform; before every cluster had a
-	// NetworkPolicy, 79% and 500) with a margin; a generator that mixes
-	// verdicts better should tighten them. (-short's 30 clusters are
-	// too few for the shares.)
-	if testing.Short() {
-		return
+	// The cells between pods that policies select are the measure: the
+	// others are allowed whatever the policies say (a pod to itself,
+	// host-network pods). The bounds hold today's generator with a margin
+	// (seeds 1-1000: 53% of those cells allowed, 324 of 1,549 runs
+	// uniform; -short's seeds 1-30: 55%, 13 of 48) and fail when it writes
+	// no policy (83%: only the legacy namespace isolation denies) or denies
+	// everything ahead of its policies (0%); a generator that mixes
+	// verdicts better should tighten them.
+	if share := float64(pairAllowed) / float64(pairCells); share < 0.2 || share > 0.75 {
+		t.Errorf("%.1f%% of the cells between pods that policies select allowed, %.1f%% denied: the generator drifted towards uniform verdicts (want at least 20%% allowed and 25%% denied)",
+			100*share, 100*(1-share))
 	}
-	if share := float64(allowed) / float64(cells); share < 0.2 || share > 0.85 {
-		t.Errorf("%.1f%% of the cells allowed: the generator drifted towards uniform verdicts (want 20-85%%)", 100*share)
-	}
-	if runs := int(seeds) + legacyRuns; uniform*10 > runs*3 {
+	// -short's 48 runs are too few for this share.
+	if runs := int(seeds) + legacyRuns; !testing.Short() && uniform*10 > runs*3 {
 		t.Errorf("%d of %d runs decided every cell the same way: the generator drifted (want at most 30%%)", uniform, runs)
 	}
 }

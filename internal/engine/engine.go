@@ -153,7 +153,7 @@ func (e *Engine) compile(p *policy.Policy, rank int) *compiled {
 // so a cluster of 100k pods holds only as many lists as there are distinct
 // subject sets.
 type applicable struct {
-	lists  [][]*compiled
+	lists  []*policyList
 	listOf []int32          // pod ID -> index in lists
 	index  map[string]int32 // subject atoms of the list's pods -> index in lists
 }
@@ -184,7 +184,7 @@ func (e *Engine) listFor(key []byte, pod int32) []byte {
 		slices.SortFunc(list, func(a, b *compiled) int { return a.rank - b.rank })
 		i = int32(len(e.applies.lists))
 		e.applies.index[string(key)] = i
-		e.applies.lists = append(e.applies.lists, list)
+		e.applies.lists = append(e.applies.lists, newPolicyList(list))
 	}
 	e.applies.listOf[pod] = i
 	return key
@@ -202,15 +202,18 @@ func (e *Engine) carryApplicable(prev *Engine) {
 	}
 	e.applies = prev.applies
 	if len(swapped) > 0 {
-		e.applies.lists = make([][]*compiled, len(prev.applies.lists))
+		e.applies.lists = make([]*policyList, len(prev.applies.lists))
 		for i, list := range prev.applies.lists {
-			if slices.ContainsFunc(list, func(cp *compiled) bool { return swapped[cp] != nil }) {
-				list = slices.Clone(list)
-				for j, cp := range list {
+			if slices.ContainsFunc(list.policies, func(cp *compiled) bool { return swapped[cp] != nil }) {
+				ps := slices.Clone(list.policies)
+				for j, cp := range ps {
 					if to := swapped[cp]; to != nil {
-						list[j] = to
+						ps[j] = to
 					}
 				}
+				// Split again: a changed policy may isolate other
+				// directions, or (a ClusterNetworkPolicy) be of another tier.
+				list = newPolicyList(ps)
 			}
 			e.applies.lists[i] = list
 		}
@@ -252,7 +255,7 @@ func (e *Engine) Applicable(pod *state.Pod) []*policy.Policy {
 	if pod.HostNetwork || int(pod.ID) >= len(e.c.Pods) || e.c.Pods[pod.ID] != pod {
 		return nil
 	}
-	list := e.applicable(pod)
+	list := e.applicable(pod).policies
 	out := make([]*policy.Policy, len(list))
 	for i, cp := range list {
 		out[i] = cp.Policy
@@ -293,7 +296,7 @@ func (e *Engine) Stats() SelectorStats {
 
 // applicable returns the policies whose subject selects pod, in evaluation
 // order.
-func (e *Engine) applicable(pod *state.Pod) []*compiled {
+func (e *Engine) applicable(pod *state.Pod) *policyList {
 	return e.applies.lists[e.applies.listOf[pod.ID]]
 }
 

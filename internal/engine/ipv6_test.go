@@ -9,63 +9,6 @@ import (
 	"github.com/netpol/netpol/internal/source"
 )
 
-// dualStack: namespace x; x/a and x/b have an IPv4 and an IPv6 address,
-// x/c only an IPv6 one, in fd00:198:18:2::/64.
-const dualStack = `
-apiVersion: v1
-kind: Namespace
-metadata: {name: x, labels: {ns: x}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: a, namespace: x, labels: {app: a}}
-spec: {containers: [{name: c, ports: [{name: http, containerPort: 80}]}]}
-status: {podIPs: [{ip: 198.18.1.1}, {ip: "fd00:198:18:1::1"}]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: b, namespace: x, labels: {app: b}}
-spec: {containers: [{name: c}]}
-status: {podIPs: [{ip: 198.18.1.2}, {ip: "fd00:198:18:1::2"}]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: c, namespace: x, labels: {app: c}}
-spec: {containers: [{name: c}]}
-status: {podIPs: [{ip: "fd00:198:18:2::3"}]}
-`
-
-// TestSemanticsIPBlockIPv6: ipBlock and except in IPv6, pod addresses of
-// either family matched by the block of their family only, and an IPv4
-// block that matches no IPv6 address (0.0.0.0/0 is not "everything").
-func TestSemanticsIPBlockIPv6(t *testing.T) {
-	const npAllow = "NetworkPolicy NP/x/np ingress[0] Allow"
-	const npDeny = "NetworkPolicy Deny isolatedBy=NP/x/np"
-	runSemGroups(t, dualStack, []semGroup{
-		{name: "IPv6 ipBlock with except",
-			policies: npIngressToA(v1, `[{from: [{ipBlock: {cidr: "fd00:198:18::/48", except: ["fd00:198:18:2::/64"]}}]}]`),
-			flows: []semFlow{
-				{from: "fd00:198:18:1::9", to: "x/a", port: "80", allowed: true, ingress: npAllow},
-				{from: "fd00:198:18:2::9", to: "x/a", port: "80", allowed: false, ingress: npDeny},
-				{from: "fd00:99::1", to: "x/a", port: "80", allowed: false, ingress: npDeny},
-				// x/b by its IPv6 address is inside, by its IPv4 address not.
-				{from: "fd00:198:18:1::2", to: "x/a", port: "80", allowed: true, ingress: npAllow},
-				{from: "198.18.1.2", to: "x/a", port: "80", allowed: false, ingress: npDeny},
-				// x/c (IPv6 only) is in the exception.
-				{from: "x/c", to: "x/a", port: "80", allowed: false, ingress: npDeny},
-				{from: "fd00:198:18:2::3", to: "x/a", port: "80", allowed: false, ingress: npDeny},
-			}},
-		{name: "an IPv4 block matches no IPv6 address",
-			policies: npIngressToA(v1, `[{from: [{ipBlock: {cidr: 0.0.0.0/0}}]}]`),
-			flows: []semFlow{
-				{from: "198.18.200.1", to: "x/a", port: "80", allowed: true, ingress: npAllow},
-				{from: "fd00:99::1", to: "x/a", port: "80", allowed: false, ingress: npDeny},
-				{from: "x/c", to: "x/a", port: "80", allowed: false, ingress: npDeny},
-				{from: "fd00:198:18:1::2", to: "x/a", port: "80", allowed: false, ingress: npDeny},
-			}},
-	})
-}
-
 // TestPodFlowFamilies: pods talk over IPv4 when both have it, else over
 // IPv6 when both have that, else not at all.
 func TestPodFlowFamilies(t *testing.T) {

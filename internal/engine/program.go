@@ -10,27 +10,40 @@ import (
 )
 
 // Program is one side (ingress or egress) of a pod's decision as ordered
-// data rather than as a verdict: the same tier walk as Decide, with every
-// peer resolved to its members. The compiler turns it into kernel rules, so
-// that the kernel decides exactly what Decide decides.
+// data rather than as a verdict: the stages of the tier walk (tiers.go),
+// with every peer resolved to its members. The compiler turns it into
+// kernel rules, so that the kernel decides exactly what Decide decides.
 type Program struct {
-	// Admin rules in evaluation order; the first match decides, Pass jumps
-	// to the NetworkPolicy tier.
-	Admin []AppliedRule
-	// Isolated: some NetworkPolicy (or, in legacy mode, the namespace)
-	// isolates the pod in this direction. Then Allow (a union) decides and
-	// everything else is denied; Baseline is never reached.
-	Isolated   bool
+	// Tiers are the tiers that have something to say, in the walk's order,
+	// up to the one whose Rest is Deny: no later tier is reached. After
+	// the last one the default allows.
+	Tiers []TierProgram
+}
+
+// TierProgram is one tier of a Program.
+type TierProgram struct {
+	Tier policy.Tier
+	// Rules in order: per connection the first that matches decides, by
+	// its Outcome (a Pass is Next: the next tier decides). The rules of
+	// the NetworkPolicy tier all allow, so their order does not matter.
+	Rules []AppliedRule
+	// Rest is what the tier does with what no rule matched: Next, or Deny
+	// when the tier isolates the pod (NetworkPolicy, or in legacy mode the
+	// namespace), and then IsolatedBy says who does.
+	Rest       Outcome
 	IsolatedBy []policy.Ref
-	Allow      []AppliedRule
-	// Baseline rules in order, reached only when not isolated; Pass ends
-	// the tier (default allow).
-	Baseline []AppliedRule
 }
 
 // Empty reports whether no policy has anything to say: the default allows.
-func (p Program) Empty() bool {
-	return len(p.Admin) == 0 && !p.Isolated && len(p.Baseline) == 0
+func (p Program) Empty() bool { return len(p.Tiers) == 0 }
+
+// Rest is what the program does with what no rule decides: Deny, by the
+// tier that isolates the pod, or Accept, the default.
+func (p Program) Rest() (Outcome, []policy.Ref) {
+	if n := len(p.Tiers); n > 0 && p.Tiers[n-1].Rest == Deny {
+		return Deny, p.Tiers[n-1].IsolatedBy
+	}
+	return Accept, nil
 }
 
 // AppliedRule is a rule with its peers resolved for one subject pod.
@@ -39,6 +52,9 @@ type AppliedRule struct {
 	Rule   *policy.Rule
 	Peers  []PeerSet // nil with Rule.AllPeers
 }
+
+// Outcome is what the rule does to a connection it matches.
+func (ar AppliedRule) Outcome() Outcome { return outcomeOf(ar.Rule.Action) }
 
 // PeerSet is a peer as seen from one subject pod. Key names the selection
 // (not its members): two peers with equal keys always have equal members,
@@ -71,17 +87,16 @@ func (ps PeerSet) For(e *Engine) PeerSet {
 // they stay the same; a key holds its list alive, so keys of engines that
 // share no Update lineage never collide.
 type ProgramKey struct {
-	list **compiled // where the list of the pod's applicable policies starts
-	n    int
+	list *policyList
 }
 
 // ProgramKey returns pod's key.
 func (e *Engine) ProgramKey(pod *state.Pod) ProgramKey {
 	list := e.applicable(pod)
-	if len(list) == 0 {
+	if len(list.policies) == 0 {
 		return ProgramKey{}
 	}
-	return ProgramKey{&list[0], len(list)}
+	return ProgramKey{list}
 }
 
 // Pods lists the members of a PeerPods peer: never host-network pods.
@@ -122,31 +137,29 @@ func (ps PeerSet) Nodes() []*state.Node {
 }
 
 // Program returns what decides dir-traffic of pod (a pod that policies can
-// select: not host-network).
+// select: not host-network): the tiers as walk visits them.
 func (e *Engine) Program(pod *state.Pod, dir policy.Direction) Program {
 	var prog Program
-	applicable := e.applicable(pod)
-	legacy := e.opts.LegacyNamespaceIsolation && dir == policy.Ingress
-	if legacy && pod.Namespace.LegacyIngressIsolation {
-		prog.Isolated = true
-		prog.IsolatedBy = append(prog.IsolatedBy, policy.Ref{Kind: policy.KindLegacyNamespaceIsolation, Name: pod.Namespace.Name})
-	}
-	for _, p := range applicable {
-		if p.Tier == policy.TierNetworkPolicy && p.Isolates[dir] && !legacy {
-			prog.Isolated = true
-			prog.IsolatedBy = append(prog.IsolatedBy, p.Ref)
-		}
-	}
-	for _, p := range applicable {
-		for _, r := range p.rules[dir] {
-			switch {
-			case p.Tier == policy.TierAdmin:
-				prog.Admin = append(prog.Admin, e.apply(p, r, pod))
-			case p.Tier == policy.TierNetworkPolicy && prog.Isolated && (p.Isolates[dir] || legacy):
-				prog.Allow = append(prog.Allow, e.apply(p, r, pod))
-			case p.Tier == policy.TierBaseline && !prog.Isolated:
-				prog.Baseline = append(prog.Baseline, e.apply(p, r, pod))
+	list := e.applicable(pod)
+	for i := range tiers {
+		st := e.stage(i, list, pod, dir)
+		tp := TierProgram{Tier: st.tier, Rest: st.rest}
+		for _, p := range st.policies {
+			if !st.counts(p) {
+				continue
 			}
+			for _, r := range p.rules[dir] {
+				tp.Rules = append(tp.Rules, e.apply(p, r, pod))
+			}
+		}
+		if st.rest == Deny {
+			tp.IsolatedBy = st.isolatedBy(pod)
+		}
+		if len(tp.Rules) > 0 || tp.Rest != Next {
+			prog.Tiers = append(prog.Tiers, tp)
+		}
+		if tp.Rest == Deny {
+			break
 		}
 	}
 	return prog

@@ -137,14 +137,14 @@ func (e *Engine) AdminRule(f Flow, dir policy.Direction) *policy.Rule {
 	if pod == nil {
 		return nil
 	}
-	applicable := e.applicable(pod)
-	n := 0
-	for n < len(applicable) && applicable[n].Tier == policy.TierAdmin {
-		n++
-	}
+	st := e.stage(0, e.applicable(pod), pod, dir) // the walk starts with the admin tier
 	m := matcher{e: e, dir: dir, subject: pod, peer: peer, ports: []l4.Port{f.Port}, dst: f.Dst}
-	if _, r, ok := m.firstMatch(applicable[:n]); ok {
-		return r.Rule
+	for _, p := range st.policies {
+		for _, r := range p.rules[dir] {
+			if m.rule(r, 1) != 0 {
+				return r.Rule
+			}
+		}
 	}
 	return nil
 }

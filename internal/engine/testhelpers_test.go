@@ -61,31 +61,20 @@ type semFlow struct {
 	egress, ingress string
 }
 
-// semGroup is a cluster variant (policies appended to a shared topology)
-// with the flows to check in it.
+// semGroup is a cluster (a topology and policies) with the flows to check
+// in it: one row of TestSemantics.
 type semGroup struct {
+	item     string // the checklist item
 	name     string
+	topology string // semTopology when empty
 	policies string
 	opts     engine.Options
 	// lenient reads the input as --lenient does: a fail-closed case needs
 	// an admin policy with an unknown field, which is otherwise invalid.
 	lenient bool
-	flows   []semFlow
-}
-
-// runSemGroups builds one engine per group from topology + policies.
-func runSemGroups(t *testing.T, topology string, groups []semGroup) {
-	t.Helper()
-	for _, g := range groups {
-		t.Run(g.name, func(t *testing.T) {
-			text := topology
-			if strings.TrimSpace(g.policies) != "" {
-				text += "\n---\n" + g.policies
-			}
-			read := source.Options{ANPShape: source.ShapeAuto, Lenient: g.lenient}
-			checkSemFlows(t, semEngineFrom(t, text, read, g.opts), g.flows)
-		})
-	}
+	// overlaps are PriorityOverlaps' warnings, as "object: message".
+	overlaps []string
+	flows    []semFlow
 }
 
 func checkSemFlows(t *testing.T, e *engine.Engine, flows []semFlow) {

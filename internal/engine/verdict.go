@@ -135,8 +135,9 @@ func (e *Engine) side(dir policy.Direction, subjectEP, peer Endpoint, f Flow) Si
 
 // walk is the tier walk, the one place that says how the tiers decide a
 // side: for subject (the end whose policies apply) talking to peer, dst
-// the flow's destination (named ports resolve against it), it decides the
-// ports[k] whose bit k is in want, and returns those allowed. With s it
+// the flow's destination (named ports resolve against it), it walks the
+// tiers (tiers.go) for the ports[k] whose bit k is in want, each port
+// until a tier accepts or denies it, and returns those allowed. With s it
 // records the trace there; a trace is of one port.
 func (e *Engine) walk(dir policy.Direction, subjectEP, peer, dst Endpoint, ports []l4.Port, want uint64, s *Side) uint64 {
 	subject := subjectEP.policyPod()
@@ -161,114 +162,20 @@ func (e *Engine) walk(dir policy.Direction, subjectEP, peer, dst Endpoint, ports
 		return want
 	}
 	m := matcher{e: e, dir: dir, subject: subject, peer: peer, ports: ports, dst: dst}
-	applicable := e.applicable(subject)
-
-	// Admin tier: per port, the first matching rule decides; Pass sends
-	// the port on to the NetworkPolicy tier.
-	tier := 0
-	for tier < len(applicable) && applicable[tier].Tier == policy.TierAdmin {
-		tier++
-	}
-	admin, rest := applicable[:tier], applicable[tier:]
-	allowed, passed, open := m.ordered(admin, want, policy.TierAdmin, "admin", s)
-	undecided := passed | open
-	if undecided == 0 {
-		return allowed
-	}
-
-	// NetworkPolicy tier: isolation is per direction; the allow rules of all
-	// isolating policies are a union; isolated and unmatched is final.
-	tier = 0
-	for tier < len(rest) && rest[tier].Tier == policy.TierNetworkPolicy {
-		tier++
-	}
-	nps, baseline := rest[:tier], rest[tier:]
-	var isolating []policy.Ref
-	legacy := e.opts.LegacyNamespaceIsolation && dir == policy.Ingress
-	isolated := legacy && subject.Namespace.LegacyIngressIsolation
-	if isolated && s != nil {
-		isolating = append(isolating, policy.Ref{Kind: policy.KindLegacyNamespaceIsolation, Name: subject.Namespace.Name})
-	}
-	for _, np := range nps {
-		if np.Isolates[dir] && !legacy {
-			isolated = true
-			if s != nil {
-				isolating = append(isolating, np.Ref)
-			}
+	var allowed uint64
+	open, list := want, e.applicable(subject)
+	for i := range tiers {
+		st := e.stage(i, list, subject, dir)
+		accepted, next := m.decide(&st, open, s)
+		allowed |= accepted
+		if open = next; open == 0 {
+			return allowed
 		}
-	}
-	if isolated {
-		for _, np := range nps {
-			if !np.Isolates[dir] && !legacy {
-				continue
-			}
-			for _, r := range np.rules[dir] {
-				hit := m.rule(r, undecided)
-				if hit == 0 {
-					continue
-				}
-				if s != nil {
-					s.Steps = append(s.Steps, ruleStep(policy.TierNetworkPolicy, np, r))
-				}
-				allowed |= hit
-				if undecided &^= hit; undecided == 0 {
-					return allowed
-				}
-			}
-		}
-		if s != nil {
-			s.Steps = append(s.Steps, Step{Tier: policy.TierNetworkPolicy.String(), Action: ActionDeny, IsolatedBy: isolating,
-				Note: "the pod is isolated for " + dir.String() + " and no rule of the isolating policies allows this"})
-		}
-		return allowed
 	}
 	if s != nil {
-		s.Steps = append(s.Steps, Step{Tier: policy.TierNetworkPolicy.String(), Action: ActionNoMatch, Note: "no NetworkPolicy isolates the pod for " + dir.String()})
+		s.Steps = append(s.Steps, Step{Tier: "Default", Action: ActionAllow, Note: "nothing denied it"})
 	}
-
-	// Baseline tier: per port, the first matching rule decides; Pass ends
-	// the tier.
-	ballowed, passed, open := m.ordered(baseline, undecided, policy.TierBaseline, "baseline", s)
-	allowed |= ballowed
-	if rest := passed | open; rest != 0 {
-		if s != nil {
-			s.Steps = append(s.Steps, Step{Tier: "Default", Action: ActionAllow, Note: "nothing denied it"})
-		}
-		allowed |= rest
-	}
-	return allowed
-}
-
-// ordered walks a tier of ordered rules (admin, baseline) for the ports of
-// want: the first rule, in order, that matches a port decides it. It
-// returns the ports allowed, passed on by Pass, and matched by no rule
-// (the rest were denied); word names the tier's policies in the trace.
-func (m matcher) ordered(ps []*compiled, want uint64, tier policy.Tier, word string, s *Side) (allowed, passed, open uint64) {
-	open = want
-	for _, p := range ps {
-		for _, r := range p.rules[m.dir] {
-			hit := m.rule(r, open)
-			if hit == 0 {
-				continue
-			}
-			if s != nil {
-				s.Steps = append(s.Steps, ruleStep(tier, p, r))
-			}
-			switch r.Action {
-			case policy.Allow:
-				allowed |= hit
-			case policy.Pass:
-				passed |= hit
-			}
-			if open &^= hit; open == 0 {
-				return allowed, passed, 0
-			}
-		}
-	}
-	if open == want && len(ps) > 0 && s != nil {
-		s.Steps = append(s.Steps, Step{Tier: tier.String(), Action: ActionNoMatch, Note: countNote(len(ps), word+" policy selects", word+" policies select") + " the pod; no rule matched"})
-	}
-	return allowed, passed, open
+	return allowed | open
 }
 
 func countNote(n int, one, many string) string {
@@ -286,19 +193,6 @@ type matcher struct {
 	peer    Endpoint
 	dst     Endpoint
 	ports   []l4.Port
-}
-
-// firstMatch finds the first rule of ps (in order) that matches the
-// matcher's one port.
-func (m matcher) firstMatch(ps []*compiled) (*compiled, compiledRule, bool) {
-	for _, p := range ps {
-		for _, r := range p.rules[m.dir] {
-			if m.rule(r, 1) != 0 {
-				return p, r, true
-			}
-		}
-	}
-	return nil, compiledRule{}, false
 }
 
 // ruleStep is the trace step of a deciding rule.

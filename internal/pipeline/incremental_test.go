@@ -88,6 +88,20 @@ var changes = []change{
 		objs[i].Value = np
 		return objs
 	}},
+	{"flip a NetworkPolicy's egress isolation", true, func(r *rand.Rand, objs []source.Object) []source.Object {
+		// The same policy at the same place, isolating another set of
+		// directions: the engine keeps the lists of applicable policies
+		// and must not keep what it knew about their isolation.
+		i := pick(r, objs, func(p *networkingv1.NetworkPolicy) bool { return len(p.Spec.Egress) == 0 })
+		np := objs[i].Value.(*networkingv1.NetworkPolicy).DeepCopy()
+		if slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+			np.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+		} else {
+			np.Spec.PolicyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
+		}
+		objs[i].Value = np
+		return objs
+	}},
 	{"delete a NetworkPolicy", true, func(r *rand.Rand, objs []source.Object) []source.Object {
 		i := pick(r, objs, func(*networkingv1.NetworkPolicy) bool { return true })
 		return slices.Delete(objs, i, i+1)

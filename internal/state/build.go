@@ -200,7 +200,13 @@ func (b *builder) addNode(o source.Object, v *corev1.Node) {
 	for k, val := range v.Labels {
 		n.Labels[k] = val
 	}
-	n.Labels[corev1.LabelHostname] = v.Name
+	// The kubelet sets this label to its hostname, which --hostname-override
+	// or a cloud provider's node names can set apart from the node's name:
+	// node peers select on it as written. Input that lacks it (written by
+	// hand) gets the kubelet's default, as nodes known only from pods do.
+	if _, ok := n.Labels[corev1.LabelHostname]; !ok {
+		n.Labels[corev1.LabelHostname] = v.Name
+	}
 	for i, a := range v.Status.Addresses {
 		if a.Type != corev1.NodeInternalIP && a.Type != corev1.NodeExternalIP {
 			continue

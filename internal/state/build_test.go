@@ -1,10 +1,12 @@
 package state_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpol/netpol/internal/diag"
 	"github.com/netpol/netpol/internal/source"
@@ -249,5 +251,43 @@ spec:
 	want := `error: pod.yaml: Pod x/web: spec.containers[1].ports[0].name: Duplicate value: "http"`
 	if got := diagLines(append(dec.Diags, diags...)); got != want {
 		t.Errorf("findings:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestNodeHostnameLabel: a node's kubernetes.io/hostname is the kubelet's
+// hostname, which --hostname-override or a cloud provider's node names can
+// set apart from the node's name, and node peers select on it as written.
+// A node that does not carry the label (hand-written input, or a node known
+// only from pods' nodeName) gets its name, as a kubelet sets it by default.
+func TestNodeHostnameLabel(t *testing.T) {
+	node := func(name string, labels map[string]string) source.Object {
+		return source.Object{Kind: "Node", Name: name, Value: &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}}
+	}
+	objs := []source.Object{
+		node("ip-10-0-0-1.ec2.internal", map[string]string{corev1.LabelHostname: "ip-10-0-0-1", "zone": "a"}),
+		node("n2", map[string]string{"zone": "b"}),
+		namespace("x"),
+		func() source.Object {
+			o := pod("x", "web", "web", "198.18.0.1")
+			o.Value.(*corev1.Pod).Spec.NodeName = "n3"
+			return o
+		}(),
+	}
+	c, diags := state.Build(objs, state.Options{})
+	if len(diags) > 0 {
+		t.Fatalf("findings: %s", diagLines(diags))
+	}
+	var got []string
+	for _, n := range c.Nodes {
+		got = append(got, n.Name+": "+n.Labels.String())
+	}
+	want := []string{
+		"ip-10-0-0-1.ec2.internal: kubernetes.io/hostname=ip-10-0-0-1,zone=a",
+		"n2: kubernetes.io/hostname=n2,zone=b",
+		"n3: kubernetes.io/hostname=n3",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("nodes:\n  got  %q\n  want %q", got, want)
 	}
 }

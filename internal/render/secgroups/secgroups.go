@@ -10,7 +10,6 @@ package secgroups
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 	"sort"
 	"strings"
 
@@ -99,7 +98,7 @@ func Render(e *engine.Engine, node string) (*Output, error) {
 		// that no policy isolates keeps allowing everything, as the
 		// default group that Kuryr keeps on every port does.
 		for _, d := range policy.Directions {
-			if !e.Program(pod, d).Isolated {
+			if !isolated(e.Program(pod, d)) {
 				r.join(pod.Key(), r.allowAll(d))
 			}
 		}
@@ -157,25 +156,27 @@ func (r *renderer) join(pod, group string) {
 // differently, which splits it.
 func (r *renderer) pod(e *engine.Engine, pod *state.Pod) {
 	var progs [2]engine.Program
-	isolated := false
+	some := false
 	for _, d := range policy.Directions {
 		progs[d] = e.Program(pod, d)
-		isolated = isolated || progs[d].Isolated
+		some = some || isolated(progs[d])
 	}
-	if !isolated {
+	if !some {
 		return // no group: Neutron's port keeps allowing everything
 	}
 	for _, d := range policy.Directions {
-		if !progs[d].Isolated {
+		if !isolated(progs[d]) {
 			continue // allow-all-<d>, given in Render to every port with groups
 		}
 		byPolicy := map[*policy.Policy][]engine.AppliedRule{}
 		var order []*policy.Policy
-		for _, ar := range append(slices.Clone(progs[d].Admin), progs[d].Allow...) {
-			if byPolicy[ar.Policy] == nil {
-				order = append(order, ar.Policy)
+		for _, tp := range progs[d].Tiers { // the walk ends at the isolating tier: only allows (Render refused the rest)
+			for _, ar := range tp.Rules {
+				if byPolicy[ar.Policy] == nil {
+					order = append(order, ar.Policy)
+				}
+				byPolicy[ar.Policy] = append(byPolicy[ar.Policy], ar)
 			}
-			byPolicy[ar.Policy] = append(byPolicy[ar.Policy], ar)
 		}
 		for _, p := range order {
 			var rules []*Rule
@@ -189,6 +190,13 @@ func (r *renderer) pod(e *engine.Engine, pod *state.Pod) {
 			r.join(pod.Key(), name)
 		}
 	}
+}
+
+// isolated reports whether a NetworkPolicy (or the namespace) isolates the
+// pod in prog's direction: what no rule allows is then denied.
+func isolated(prog engine.Program) bool {
+	rest, _ := prog.Rest()
+	return rest == engine.Deny
 }
 
 // rules is the product of a rule's peers and ports, in one direction.
