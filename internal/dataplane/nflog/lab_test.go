@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func TestLabNFLOG(t *testing.T) {
 		}
 		t.Skip("needs root")
 	}
-	const ns = "netpol-nflog-test"
+	ns := "netpol-nflog-test-" + strconv.Itoa(os.Getpid()) // two runs on one machine never share it
 	run(t, "ip", "netns", "add", ns)
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
 	run(t, "ip", "-n", ns, "link", "set", "lo", "up")
@@ -94,7 +95,7 @@ func TestLabNFLOG(t *testing.T) {
 	}
 }
 
-func run(t *testing.T, args ...string) {
+func run(t testing.TB, args ...string) {
 	t.Helper()
 	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
@@ -103,7 +104,7 @@ func run(t *testing.T, args ...string) {
 
 // inNS runs fn on a thread in the named namespace; sockets made there stay
 // in it.
-func inNS(t *testing.T, name string, fn func()) {
+func inNS(t testing.TB, name string, fn func()) {
 	t.Helper()
 	runtime.LockOSThread()
 	orig, err := netns.Get()
