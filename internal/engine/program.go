@@ -71,17 +71,24 @@ func (ps PeerSet) For(e *Engine) PeerSet {
 // they stay the same; a key holds its list alive, so keys of engines that
 // share no Update lineage never collide.
 type ProgramKey struct {
-	list **compiled // where the list of the pod's applicable policies starts
-	n    int
+	lists [numTiers]listKey // of the lists of the pod's applicable policies, per tier
+}
+
+// listKey is the identity of a list of policies.
+type listKey struct {
+	first **compiled // where the list starts
+	n     int
 }
 
 // ProgramKey returns pod's key.
 func (e *Engine) ProgramKey(pod *state.Pod) ProgramKey {
-	list := e.applicable(pod)
-	if len(list) == 0 {
-		return ProgramKey{}
+	var key ProgramKey
+	for t, list := range e.applicable(pod) {
+		if len(list) > 0 {
+			key.lists[t] = listKey{&list[0], len(list)}
+		}
 	}
-	return ProgramKey{&list[0], len(list)}
+	return key
 }
 
 // Pods lists the members of a PeerPods peer: never host-network pods.
@@ -131,21 +138,23 @@ func (e *Engine) Program(pod *state.Pod, dir policy.Direction) Program {
 		prog.Isolated = true
 		prog.IsolatedBy = append(prog.IsolatedBy, policy.Ref{Kind: policy.KindLegacyNamespaceIsolation, Name: pod.Namespace.Name})
 	}
-	for _, p := range applicable {
-		if p.Tier == policy.TierNetworkPolicy && p.Isolates[dir] && !legacy {
+	for _, p := range applicable[tierOf(policy.TierNetworkPolicy)] {
+		if p.Isolates[dir] && !legacy {
 			prog.Isolated = true
 			prog.IsolatedBy = append(prog.IsolatedBy, p.Ref)
 		}
 	}
-	for _, p := range applicable {
-		for _, r := range p.rules[dir] {
-			switch {
-			case p.Tier == policy.TierAdmin:
-				prog.Admin = append(prog.Admin, e.apply(p, r, pod))
-			case p.Tier == policy.TierNetworkPolicy && prog.Isolated && (p.Isolates[dir] || legacy):
-				prog.Allow = append(prog.Allow, e.apply(p, r, pod))
-			case p.Tier == policy.TierBaseline && !prog.Isolated:
-				prog.Baseline = append(prog.Baseline, e.apply(p, r, pod))
+	for _, list := range applicable {
+		for _, p := range list {
+			for _, r := range p.rules[dir] {
+				switch {
+				case p.Tier == policy.TierAdmin:
+					prog.Admin = append(prog.Admin, e.apply(p, r, pod))
+				case p.Tier == policy.TierNetworkPolicy && prog.Isolated && (p.Isolates[dir] || legacy):
+					prog.Allow = append(prog.Allow, e.apply(p, r, pod))
+				case p.Tier == policy.TierBaseline && !prog.Isolated:
+					prog.Baseline = append(prog.Baseline, e.apply(p, r, pod))
+				}
 			}
 		}
 	}

@@ -137,13 +137,9 @@ func (e *Engine) AdminRule(f Flow, dir policy.Direction) *policy.Rule {
 	if pod == nil {
 		return nil
 	}
-	applicable := e.applicable(pod)
-	n := 0
-	for n < len(applicable) && applicable[n].Tier == policy.TierAdmin {
-		n++
-	}
+	admin := e.applicable(pod)[tierOf(policy.TierAdmin)]
 	m := matcher{e: e, dir: dir, subject: pod, peer: peer, ports: []l4.Port{f.Port}, dst: f.Dst}
-	if _, r, ok := m.firstMatch(applicable[:n]); ok {
+	if _, r, ok := m.firstMatch(admin); ok {
 		return r.Rule
 	}
 	return nil

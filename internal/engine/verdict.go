@@ -162,14 +162,12 @@ func (e *Engine) walk(dir policy.Direction, subjectEP, peer, dst Endpoint, ports
 	}
 	m := matcher{e: e, dir: dir, subject: subject, peer: peer, ports: ports, dst: dst}
 	applicable := e.applicable(subject)
+	admin := applicable[tierOf(policy.TierAdmin)]
+	nps := applicable[tierOf(policy.TierNetworkPolicy)]
+	baseline := applicable[tierOf(policy.TierBaseline)]
 
 	// Admin tier: per port, the first matching rule decides; Pass sends
 	// the port on to the NetworkPolicy tier.
-	tier := 0
-	for tier < len(applicable) && applicable[tier].Tier == policy.TierAdmin {
-		tier++
-	}
-	admin, rest := applicable[:tier], applicable[tier:]
 	allowed, passed, open := m.ordered(admin, want, policy.TierAdmin, "admin", s)
 	undecided := passed | open
 	if undecided == 0 {
@@ -178,11 +176,6 @@ func (e *Engine) walk(dir policy.Direction, subjectEP, peer, dst Endpoint, ports
 
 	// NetworkPolicy tier: isolation is per direction; the allow rules of all
 	// isolating policies are a union; isolated and unmatched is final.
-	tier = 0
-	for tier < len(rest) && rest[tier].Tier == policy.TierNetworkPolicy {
-		tier++
-	}
-	nps, baseline := rest[:tier], rest[tier:]
 	var isolating []policy.Ref
 	legacy := e.opts.LegacyNamespaceIsolation && dir == policy.Ingress
 	isolated := legacy && subject.Namespace.LegacyIngressIsolation
