@@ -12,6 +12,7 @@
 package engine
 
 import (
+	"encoding/binary"
 	"maps"
 	"slices"
 	"sort"
@@ -143,6 +144,11 @@ type index struct {
 	podAtomIDs map[podAtomKey]int32
 	podMember  [][]int32 // pod ID -> podAtom IDs, ascending
 
+	// sets groups the pods by label set, so that resolving a pod selector
+	// evaluates it once per set rather than once per pod in scope; nil in
+	// an index that next made, which matches pod by pod.
+	sets *labelSets
+
 	// replaced are the pods that next matched again: those of c that are
 	// not the previous index's.
 	replaced []int32
@@ -185,7 +191,94 @@ func newIndex(c *state.Cluster) *index {
 			ix.podLabels.add(p.ID, p.Labels)
 		}
 	}
+	ix.sets = newLabelSets(c.Pods)
 	return ix
+}
+
+// labelSets numbers the distinct label sets of a snapshot's pods and
+// remembers, per pod selector, which sets it matches. No selector tells
+// apart two pods with equal labels, and pods are many more than label sets:
+// the 100k-pod synthetic cluster has 37 label sets, and its 96 distinct pod
+// selectors, in 62,963 (namespace scope, selector) atoms, were evaluated
+// 3.7 million times when they were evaluated pod by pod.
+type labelSets struct {
+	of     []int32      // pod ID -> its set
+	labels []labels.Set // set -> the labels of its pods
+	// matched are, per selector text, whether the selector matches
+	// each set: 0 not evaluated yet, matchNo or matchYes.
+	matched map[string][]uint8
+	// budget is how many more bytes matched may take: a cluster whose
+	// pods all have labels of their own has as many sets as pods, and a
+	// table per selector would then cost more than it saves.
+	budget int
+}
+
+const (
+	matchNo uint8 = iota + 1
+	matchYes
+)
+
+func newLabelSets(pods []*state.Pod) *labelSets {
+	ls := &labelSets{of: make([]int32, len(pods)), matched: map[string][]uint8{}, budget: max(1<<20, 8*len(pods))}
+	ids := map[string]int32{}
+	var key []byte
+	var keys []string
+	for _, p := range pods {
+		key, keys = labelSetKey(key[:0], keys[:0], p.Labels)
+		id, ok := ids[string(key)]
+		if !ok {
+			id = int32(len(ls.labels))
+			ids[string(key)] = id
+			ls.labels = append(ls.labels, p.Labels)
+		}
+		ls.of[p.ID] = id
+	}
+	return ls
+}
+
+// labelSetKey appends to key the labels of l, sorted by key, each key and
+// value preceded by its length; keys is a buffer.
+func labelSetKey(key []byte, keys []string, l labels.Set) ([]byte, []string) {
+	for k := range l {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := l[k]
+		key = binary.AppendUvarint(key, uint64(len(k)))
+		key = append(key, k...)
+		key = binary.AppendUvarint(key, uint64(len(v)))
+		key = append(key, v...)
+	}
+	return key, keys
+}
+
+// matcher returns the test of sel against a pod's labels, by label set
+// when ix has the sets and the budget allows.
+func (ix *index) matcher(sel policy.Selector) func(*state.Pod) bool {
+	ls := ix.sets
+	if ls == nil {
+		return func(p *state.Pod) bool { return sel.Matches(p.Labels) }
+	}
+	matched, ok := ls.matched[sel.Text]
+	if !ok {
+		if ls.budget < len(ls.labels) {
+			return func(p *state.Pod) bool { return sel.Matches(p.Labels) }
+		}
+		ls.budget -= len(ls.labels)
+		matched = make([]uint8, len(ls.labels))
+		ls.matched[sel.Text] = matched
+	}
+	return func(p *state.Pod) bool {
+		set := ls.of[p.ID]
+		if matched[set] == 0 {
+			matched[set] = matchNo
+			if sel.Matches(ls.labels[set]) {
+				matched[set] = matchYes
+			}
+		}
+		return matched[set] == matchYes
+	}
 }
 
 // nsAtom returns the atom of a namespace label selector, resolving it the
@@ -235,10 +328,16 @@ func (ix *index) podAtom(sc scope, sel policy.Selector) int32 {
 	return id
 }
 
+// scanFirst is how many pods in scope are looked at one by one rather than
+// through the label index: a pod costs a table look-up (labelSets), the
+// index a few map look-ups per requirement and value.
+const scanFirst = 64
+
 func (ix *index) resolvePods(sc scope, sel policy.Selector) []int32 {
 	var members []int32
+	matches := ix.matcher(sel)
 	keep := func(p *state.Pod) {
-		if !p.HostNetwork && sel.Matches(p.Labels) {
+		if !p.HostNetwork && matches(p) {
 			members = append(members, p.ID)
 		}
 	}
@@ -261,13 +360,15 @@ func (ix *index) resolvePods(sc scope, sel policy.Selector) []int32 {
 			podsInScope += len(ix.c.PodsIn(ns))
 		}
 	}
-	if cands, narrowed := ix.podLabels.candidates(sel.Selector, podsInScope); narrowed {
-		for _, id := range cands {
-			if p := ix.c.Pods[id]; ix.inScope(sc, p) {
-				keep(p)
+	if podsInScope > scanFirst {
+		if cands, narrowed := ix.podLabels.candidates(sel.Selector, podsInScope); narrowed {
+			for _, id := range cands {
+				if p := ix.c.Pods[id]; ix.inScope(sc, p) {
+					keep(p)
+				}
 			}
+			return members
 		}
-		return members
 	}
 	if sc.kind == scopeAny {
 		for _, p := range ix.c.Pods {
