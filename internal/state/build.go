@@ -254,39 +254,53 @@ func (b *builder) addPod(o source.Object, podLabels map[string]string, namespace
 		b.finished = append(b.finished, ns.Name+"/"+name)
 		return
 	}
-	p := &Pod{Namespace: ns, Name: name, Labels: labels.Set{}, Node: spec.NodeName, HostNetwork: spec.HostNetwork, Owner: owner, Origin: o.Origin}
+	p := &Pod{Namespace: ns, Name: name, Labels: make(labels.Set, len(podLabels)), Node: spec.NodeName, HostNetwork: spec.HostNetwork, Owner: owner, Origin: o.Origin}
 	for k, v := range podLabels {
 		p.Labels[k] = v
 	}
-	r := o.Reporter(&b.diags)
+	errorf := func(field, format string, args ...any) { o.Reporter(&b.diags).Errorf(field, format, args...) }
+	// field names a port in a finding: only a port that has one pays for it.
+	field := func(ci, pi int, name string) string {
+		f := fmt.Sprintf("spec.containers[%d].ports[%d].%s", ci, pi, name)
+		if status == nil { // a workload's template: Pod objects have a status, even empty
+			f = "spec.template." + f
+		}
+		return f
+	}
+	n := 0
+	for _, c := range spec.Containers {
+		n += len(c.Ports)
+	}
+	if n > 0 {
+		p.Ports = make([]ContainerPort, 0, n)
+	}
 	var names []string // port names, unique across the pod's containers (the API server's validation)
 	for ci, c := range spec.Containers {
 		for pi, cp := range c.Ports {
-			field := fmt.Sprintf("spec.containers[%d].ports[%d]", ci, pi)
-			if status == nil { // a workload's template: Pod objects have a status, even empty
-				field = "spec.template." + field
-			}
 			proto := l4.TCP
 			if cp.Protocol != "" {
 				var err error
 				if proto, err = l4.ParseProtocol(string(cp.Protocol)); err != nil {
-					r.Errorf(field+".protocol", "%v", err)
+					errorf(field(ci, pi, "protocol"), "%v", err)
 					continue
 				}
 			}
 			if cp.ContainerPort < 1 || cp.ContainerPort > 65535 {
-				r.Errorf(field+".containerPort", "must be 1-65535, got %d", cp.ContainerPort)
+				errorf(field(ci, pi, "containerPort"), "must be 1-65535, got %d", cp.ContainerPort)
 				continue
 			}
 			if cp.Name != "" {
 				if slices.Contains(names, cp.Name) {
-					r.Errorf(field+".name", "Duplicate value: %q", cp.Name)
+					errorf(field(ci, pi, "name"), "Duplicate value: %q", cp.Name)
 					continue
 				}
 				names = append(names, cp.Name)
 			}
 			p.Ports = append(p.Ports, ContainerPort{Name: cp.Name, Port: l4.Port{Proto: proto, Num: uint16(cp.ContainerPort)}})
 		}
+	}
+	if len(p.Ports) == 0 {
+		p.Ports = nil // as without ports
 	}
 	if status != nil {
 		for _, c := range status.Conditions {
@@ -299,7 +313,7 @@ func (b *builder) addPod(o source.Object, podLabels map[string]string, namespace
 		for i, pip := range ips {
 			ip, err := netip.ParseAddr(pip.IP)
 			if err != nil {
-				r.Errorf(fmt.Sprintf("status.podIPs[%d].ip", i), "not an IP address: %q", pip.IP)
+				errorf(fmt.Sprintf("status.podIPs[%d].ip", i), "not an IP address: %q", pip.IP)
 				continue
 			}
 			p.IPs = append(p.IPs, ip.Unmap())
@@ -410,10 +424,18 @@ func encode(h uint64, n int) string {
 	return string(out)
 }
 
-func hash64(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
+// hash64 is the 64-bit FNV-1a hash of the concatenation of parts, without
+// making it: names are hashed for every pod.
+func hash64(parts ...string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for _, s := range parts {
+		for i := 0; i < len(s); i++ {
+			h ^= uint64(s[i])
+			h *= prime
+		}
+	}
+	return h
 }
 
 func hash32(s string) uint32 {
