@@ -80,14 +80,15 @@ func (m *Memo) Normalize(objects []source.Object) (*Set, diag.List) {
 	var diags diag.List
 	set := &Set{}
 	seen := map[Ref]diag.Origin{}
-	next := make(map[any]normalized, len(m.last))
+	next := make(map[any]normalized, max(len(m.last), len(m.values)))
+	sels := &selectors{}
 	for _, o := range objects {
 		if !isPolicy(o.Value) {
 			continue
 		}
 		out, ok := m.last[o.Value]
 		if !ok {
-			out = normalizeObject(o)
+			out = normalizeObject(o, sels)
 		}
 		next[o.Value] = out
 		m.values, m.outs = append(m.values, o.Value), append(m.outs, out)
@@ -134,6 +135,7 @@ func (m *Memo) inPlace(objects []source.Object) (*Set, bool) {
 		out   normalized
 	}
 	var swaps []swap
+	sels := &selectors{}
 	i := 0
 	for _, o := range objects {
 		if !isPolicy(o.Value) {
@@ -143,7 +145,7 @@ func (m *Memo) inPlace(objects []source.Object) (*Set, bool) {
 			return nil, false
 		}
 		if o.Value != m.values[i] {
-			was, out := m.outs[i], normalizeObject(o)
+			was, out := m.outs[i], normalizeObject(o, sels)
 			m.last[o.Value] = out // for Normalize, if this is not in place
 			if was.p == nil || out.p == nil || len(was.diags) > 0 || len(out.diags) > 0 ||
 				out.p.Ref != was.p.Ref || out.p.Tier != was.p.Tier || out.p.Priority != was.p.Priority {
@@ -185,9 +187,10 @@ func isPolicy(v any) bool {
 	return false
 }
 
-// normalizeObject normalises one policy object.
-func normalizeObject(o source.Object) (out normalized) {
-	n := &normalizer{obj: o, r: o.Reporter(&out.diags), unknown: o.Unknown}
+// normalizeObject normalises one policy object, compiling its selectors
+// through sels.
+func normalizeObject(o source.Object, sels *selectors) (out normalized) {
+	n := &normalizer{obj: o, r: o.Reporter(&out.diags), unknown: o.Unknown, sels: sels}
 	var p *Policy
 	switch v := o.Value.(type) {
 	case *networkingv1.NetworkPolicy:
