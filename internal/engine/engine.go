@@ -89,6 +89,7 @@ func newEngine(ix *index, set *policy.Set, opts Options, prev *Engine) *Engine {
 		return e
 	}
 	policies := set.Policies()
+	e.policies = make([]*compiled, 0, len(policies))
 	blockIDs := map[string]bool{}
 	// inPlace: every policy has the rank and subject it had in prev.
 	inPlace := prev != nil && len(prev.policies) == len(policies)
@@ -116,9 +117,9 @@ func newEngine(ix *index, set *policy.Set, opts Options, prev *Engine) *Engine {
 			}
 		}
 		e.policies = append(e.policies, cp)
-		if n := int(cp.subject) + 1; n > len(e.bySubject) {
-			e.bySubject = slices.Grow(e.bySubject, n-len(e.bySubject))[:n]
-		}
+	}
+	e.bySubject = make([]tierLists, len(ix.podAtoms))
+	for _, cp := range e.policies {
 		t := tierOf(cp.Tier)
 		e.bySubject[cp.subject][t] = append(e.bySubject[cp.subject][t], cp)
 	}

@@ -80,7 +80,7 @@ func (m *Memo) Normalize(objects []source.Object) (*Set, diag.List) {
 	var diags diag.List
 	set := &Set{}
 	seen := map[Ref]diag.Origin{}
-	next := make(map[any]normalized, max(len(m.last), len(m.values)))
+	next := make(map[any]normalized, len(objects))
 	sels := &selectors{}
 	for _, o := range objects {
 		if !isPolicy(o.Value) {
