@@ -79,8 +79,9 @@ func (m *Memo) Normalize(objects []source.Object) (*Set, diag.List) {
 	m.values, m.outs = m.values[:0], m.outs[:0]
 	var diags diag.List
 	set := &Set{}
-	seen := map[Ref]diag.Origin{}
+	seen := make(map[Ref]diag.Origin, len(objects))
 	next := make(map[any]normalized, len(objects))
+	m.values, m.outs = slices.Grow(m.values, len(objects)), slices.Grow(m.outs, len(objects))
 	sels := &selectors{}
 	for _, o := range objects {
 		if !isPolicy(o.Value) {

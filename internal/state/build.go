@@ -45,13 +45,21 @@ func Build(objects []source.Object, opts Options) (*Cluster, diag.List) {
 	b := &builder{opts: opts, c: &Cluster{namespaces: map[string]*Namespace{}, nodes: map[string]*Node{}}, seen: map[string]diag.Origin{}}
 	// Namespaces and nodes first, so that pods and workloads find them
 	// whatever the order of the input.
+	policies := 0
 	for _, o := range objects {
 		switch v := o.Value.(type) {
 		case *corev1.Namespace:
 			b.addNamespace(o, v)
 		case *corev1.Node:
 			b.addNode(o, v)
+		default:
+			if !isClusterObject(v) {
+				policies++
+			}
 		}
+	}
+	if policies > 0 {
+		b.c.Policies = make([]source.Object, 0, policies)
 	}
 	for _, o := range objects {
 		switch v := o.Value.(type) {
