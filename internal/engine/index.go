@@ -218,12 +218,20 @@ const (
 	matchYes
 )
 
+// hostNetworkSet is the set of the host-network pods, which no selector
+// selects.
+const hostNetworkSet = -1
+
 func newLabelSets(pods []*state.Pod) *labelSets {
 	ls := &labelSets{of: make([]int32, len(pods)), matched: map[string][]uint8{}, budget: max(1<<20, 8*len(pods))}
 	ids := map[string]int32{}
 	var key []byte
 	var keys []string
 	for _, p := range pods {
+		if p.HostNetwork {
+			ls.of[p.ID] = hostNetworkSet
+			continue
+		}
 		key, keys = labelSetKey(key[:0], keys[:0], p.Labels)
 		id, ok := ids[string(key)]
 		if !ok {
@@ -253,24 +261,32 @@ func labelSetKey(key []byte, keys []string, l labels.Set) ([]byte, []string) {
 	return key, keys
 }
 
-// matcher returns the test of sel against a pod's labels, by label set
-// when ix has the sets and the budget allows.
-func (ix *index) matcher(sel policy.Selector) func(*state.Pod) bool {
+// matcher returns the test of sel against the labels of a pod, by its
+// ID: by label set when ix has the sets and the budget allows. A
+// host-network pod is never selected.
+func (ix *index) matcher(sel policy.Selector) func(id int32) bool {
+	podByPod := func(id int32) bool {
+		p := ix.c.Pods[id]
+		return !p.HostNetwork && sel.Matches(p.Labels)
+	}
 	ls := ix.sets
 	if ls == nil {
-		return func(p *state.Pod) bool { return sel.Matches(p.Labels) }
+		return podByPod
 	}
 	matched, ok := ls.matched[sel.Text]
 	if !ok {
 		if ls.budget < len(ls.labels) {
-			return func(p *state.Pod) bool { return sel.Matches(p.Labels) }
+			return podByPod
 		}
 		ls.budget -= len(ls.labels)
 		matched = make([]uint8, len(ls.labels))
 		ls.matched[sel.Text] = matched
 	}
-	return func(p *state.Pod) bool {
-		set := ls.of[p.ID]
+	return func(id int32) bool {
+		set := ls.of[id]
+		if set == hostNetworkSet {
+			return false
+		}
 		if matched[set] == 0 {
 			matched[set] = matchNo
 			if sel.Matches(ls.labels[set]) {
@@ -336,53 +352,54 @@ const scanFirst = 64
 func (ix *index) resolvePods(sc scope, sel policy.Selector) []int32 {
 	var members []int32
 	matches := ix.matcher(sel)
-	keep := func(p *state.Pod) {
-		if !p.HostNetwork && matches(p) {
-			members = append(members, p.ID)
-		}
-	}
-	// The namespaces in scope, when they are fewer than all.
-	var namespaces []*state.Namespace
-	switch sc.kind {
-	case scopeName:
-		if ns := ix.c.Namespace(sc.name); ns != nil {
-			namespaces = []*state.Namespace{ns}
-		}
-	case scopeAtom:
-		for _, n := range ix.nsAtoms[sc.atom].members {
-			namespaces = append(namespaces, ix.c.Namespaces[n])
-		}
-	}
 	podsInScope := len(ix.c.Pods)
 	if sc.kind != scopeAny {
 		podsInScope = 0
-		for _, ns := range namespaces {
-			podsInScope += len(ix.c.PodsIn(ns))
-		}
+		ix.namespacesIn(sc, func(ns *state.Namespace) { podsInScope += len(ix.c.PodsIn(ns)) })
 	}
 	if podsInScope > scanFirst {
 		if cands, narrowed := ix.podLabels.candidates(sel.Selector, podsInScope); narrowed {
 			for _, id := range cands {
-				if p := ix.c.Pods[id]; ix.inScope(sc, p) {
-					keep(p)
+				if ix.inScope(sc, ix.c.Pods[id]) && matches(id) {
+					members = append(members, id)
 				}
 			}
 			return members
 		}
 	}
-	if sc.kind == scopeAny {
-		for _, p := range ix.c.Pods {
-			keep(p)
+	// pods are a run of IDs: Cluster.Pods and a namespace's part of it.
+	scan := func(pods []*state.Pod) {
+		if len(pods) == 0 {
+			return
 		}
+		for id, end := pods[0].ID, pods[0].ID+int32(len(pods)); id < end; id++ {
+			if matches(id) {
+				members = append(members, id)
+			}
+		}
+	}
+	if sc.kind == scopeAny {
+		scan(ix.c.Pods)
 		return members
 	}
-	for _, ns := range namespaces {
-		for _, p := range ix.c.PodsIn(ns) {
-			keep(p)
-		}
-	}
+	ix.namespacesIn(sc, func(ns *state.Namespace) { scan(ix.c.PodsIn(ns)) })
 	slices.Sort(members)
 	return members
+}
+
+// namespacesIn calls f with each namespace of a scope of one namespace or
+// of a namespace atom.
+func (ix *index) namespacesIn(sc scope, f func(*state.Namespace)) {
+	switch sc.kind {
+	case scopeName:
+		if ns := ix.c.Namespace(sc.name); ns != nil {
+			f(ns)
+		}
+	case scopeAtom:
+		for _, n := range ix.nsAtoms[sc.atom].members {
+			f(ix.c.Namespaces[n])
+		}
+	}
 }
 
 func (ix *index) inScope(sc scope, p *state.Pod) bool {
