@@ -30,6 +30,8 @@ type inputFlags struct {
 	replicaCap int
 	quiet      bool
 	lenient    bool
+	// lazy: the command decides a few flows (pipeline.Options.Lazy).
+	lazy bool
 }
 
 func (f *inputFlags) register(cmd *cobra.Command) {
@@ -126,15 +128,14 @@ func (f *inputFlags) buildFrom(cmd *cobra.Command, shape source.ANPShape, paths 
 	}
 	p.Stop() // before the line below
 	if took := time.Since(start); took > slowLoad && !f.quiet {
-		st := e.Stats()
 		fmt.Fprintf(cmd.ErrOrStderr(), "netpol: read %d objects (%d pods, %d policies) and resolved %d selectors in %s\n",
-			len(objects), len(e.Cluster().Pods), len(e.Cluster().Policies), st.NamespaceSelectors+st.PodSelectors, took.Round(time.Millisecond))
+			len(objects), len(e.Cluster().Pods), len(e.Cluster().Policies), e.Selectors(), took.Round(time.Millisecond))
 	}
 	return e, diags, nil
 }
 
 func (f *inputFlags) pipelineOptions() pipeline.Options {
-	return pipeline.Options{ReplicaCap: f.replicaCap, LegacyNamespaceIsolation: f.legacy}
+	return pipeline.Options{ReplicaCap: f.replicaCap, LegacyNamespaceIsolation: f.legacy, Lazy: f.lazy}
 }
 
 // buildBytes builds an engine from one manifest stream (name is its origin

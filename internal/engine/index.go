@@ -5,14 +5,19 @@
 // on it.
 //
 // Fast by construction: every distinct selector becomes an "atom" whose
-// members are computed once, through label indexes, when the engine is built;
-// a flow is then decided by membership look-ups, never by re-reading a
-// selector. The matrix groups pods that no selector tells apart into classes
-// and decides class pairs, not pod pairs.
+// members are computed once, through label indexes and once per distinct
+// label set, when the engine is built; a flow is then decided by membership
+// look-ups, never by re-reading a selector. The matrix groups pods that no
+// selector tells apart into classes and decides class pairs, not pod pairs.
+// A front end that decides a few flows (explain) builds with NewLazy
+// instead: the atoms are compiled but their members are computed only when
+// something needs them all, and until then the few flows match their own
+// pods against the selectors that can select them.
 package engine
 
 import (
 	"encoding/binary"
+	"iter"
 	"maps"
 	"slices"
 	"sort"
@@ -149,6 +154,11 @@ type index struct {
 	// an index that next made, which matches pod by pod.
 	sets *labelSets
 
+	// lazy: pod atoms are registered without their members until
+	// resolveAll (NewLazy), and the pod label index and sets are made
+	// when a pod atom is first resolved.
+	lazy bool
+
 	// replaced are the pods that next matched again: those of c that are
 	// not the previous index's.
 	replaced []int32
@@ -171,28 +181,40 @@ func (ix *index) own() {
 	ix.inherited = false
 }
 
-func newIndex(c *state.Cluster) *index {
+// newIndex indexes c's labels; lazy is NewLazy's index.
+func newIndex(c *state.Cluster, lazy bool) *index {
 	ix := &index{
 		c:          c,
 		nsIDs:      make(map[*state.Namespace]int32, len(c.Namespaces)),
 		nsLabels:   labelIndex{},
-		podLabels:  labelIndex{},
 		nsAtomIDs:  map[string]int32{},
 		podAtomIDs: map[podAtomKey]int32{},
 		nsMember:   make([][]int32, len(c.Namespaces)),
 		podMember:  make([][]int32, len(c.Pods)),
+		lazy:       lazy,
 	}
 	for i, ns := range c.Namespaces {
 		ix.nsIDs[ns] = int32(i)
 		ix.nsLabels.add(int32(i), ns.Labels)
 	}
-	for _, p := range c.Pods {
+	if !lazy {
+		ix.indexPods()
+	}
+	return ix
+}
+
+// indexPods makes the pod label index and the label sets (a lazy index
+// may have the sets already: firstCommon).
+func (ix *index) indexPods() {
+	ix.podLabels = labelIndex{}
+	for _, p := range ix.c.Pods {
 		if !p.HostNetwork {
 			ix.podLabels.add(p.ID, p.Labels)
 		}
 	}
-	ix.sets = newLabelSets(c.Pods)
-	return ix
+	if ix.sets == nil {
+		ix.sets = newLabelSets(ix.c.Pods)
+	}
 }
 
 // labelSets numbers the distinct label sets of a snapshot's pods and
@@ -327,7 +349,8 @@ func (ix *index) nsAtom(sel policy.Selector) int32 {
 	return id
 }
 
-// podAtom returns the atom of a pod selector within a namespace scope.
+// podAtom returns the atom of a pod selector within a namespace scope,
+// resolving it the first time it is seen unless the index is lazy.
 func (ix *index) podAtom(sc scope, sel policy.Selector) int32 {
 	key := podAtomKey{sc.kind, sc.name, sc.atom, sel.Text}
 	if id, ok := ix.podAtomIDs[key]; ok {
@@ -336,12 +359,80 @@ func (ix *index) podAtom(sc scope, sel policy.Selector) int32 {
 	ix.own()
 	id := int32(len(ix.podAtoms))
 	ix.podAtomIDs[key] = id
-	members := ix.resolvePods(sc, sel)
-	for _, p := range members {
+	ix.podAtoms = append(ix.podAtoms, podAtom{scope: sc, sel: sel})
+	if !ix.lazy {
+		ix.resolve(id)
+	}
+	return id
+}
+
+// resolve finds the members of pod atom id.
+func (ix *index) resolve(id int32) {
+	a := &ix.podAtoms[id]
+	a.members = ix.resolvePods(a.scope, a.sel)
+	for _, p := range a.members {
 		ix.podMember[p] = append(ix.podMember[p], id)
 	}
-	ix.podAtoms = append(ix.podAtoms, podAtom{scope: sc, sel: sel, members: members})
-	return id
+}
+
+// resolveAll resolves the atoms of a lazy index, which is then as an index
+// that was not lazy.
+func (ix *index) resolveAll() {
+	if ix.podLabels == nil {
+		ix.indexPods()
+	}
+	for id := range ix.podAtoms {
+		ix.resolve(int32(id))
+	}
+	ix.lazy = false
+}
+
+// firstCommon returns the first pod, by ID, that is a member of both pod
+// atoms, from their selectors: PriorityOverlaps asks it about the subjects
+// of admin policies of equal priority and needs no more of their members.
+// It walks the narrower scope in the order of IDs, a namespace at a time.
+func (ix *index) firstCommon(a, b int32) (int32, bool) {
+	A, B := &ix.podAtoms[a], &ix.podAtoms[b]
+	if narrower(B.scope, A.scope) {
+		A, B = B, A
+	}
+	if ix.sets == nil {
+		ix.sets = newLabelSets(ix.c.Pods)
+	}
+	inA, inB := ix.matcher(A.sel), ix.matcher(B.sel)
+	for n := range ix.namespacesIn(A.scope) {
+		if !ix.nsInScope(B.scope, n) {
+			continue
+		}
+		for _, p := range ix.c.PodsIn(ix.c.Namespaces[n]) {
+			if inA(p.ID) && inB(p.ID) {
+				return p.ID, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// narrower reports whether scope a holds fewer namespaces than b can:
+// one namespace, then a namespace atom, then all.
+func narrower(a, b scope) bool {
+	rank := func(s scope) int {
+		switch s.kind {
+		case scopeName:
+			return 0
+		case scopeAtom:
+			return 1
+		}
+		return 2
+	}
+	return rank(a) < rank(b)
+}
+
+// atomHas reports whether pod p is a member of pod atom a, from its
+// selectors: what resolving the atom says of p, without resolving it.
+func (ix *index) atomHas(a int32, p *state.Pod) bool {
+	atom := &ix.podAtoms[a]
+	return !p.HostNetwork && ix.inScope(atom.scope, p) && atom.sel.Matches(p.Labels)
 }
 
 // scanFirst is how many pods in scope are looked at one by one rather than
@@ -355,7 +446,9 @@ func (ix *index) resolvePods(sc scope, sel policy.Selector) []int32 {
 	podsInScope := len(ix.c.Pods)
 	if sc.kind != scopeAny {
 		podsInScope = 0
-		ix.namespacesIn(sc, func(ns *state.Namespace) { podsInScope += len(ix.c.PodsIn(ns)) })
+		for n := range ix.namespacesIn(sc) {
+			podsInScope += len(ix.c.PodsIn(ix.c.Namespaces[n]))
+		}
 	}
 	if podsInScope > scanFirst {
 		if cands, narrowed := ix.podLabels.candidates(sel.Selector, podsInScope); narrowed {
@@ -382,24 +475,46 @@ func (ix *index) resolvePods(sc scope, sel policy.Selector) []int32 {
 		scan(ix.c.Pods)
 		return members
 	}
-	ix.namespacesIn(sc, func(ns *state.Namespace) { scan(ix.c.PodsIn(ns)) })
+	for n := range ix.namespacesIn(sc) {
+		scan(ix.c.PodsIn(ix.c.Namespaces[n]))
+	}
 	slices.Sort(members)
 	return members
 }
 
-// namespacesIn calls f with each namespace of a scope of one namespace or
-// of a namespace atom.
-func (ix *index) namespacesIn(sc scope, f func(*state.Namespace)) {
-	switch sc.kind {
-	case scopeName:
-		if ns := ix.c.Namespace(sc.name); ns != nil {
-			f(ns)
-		}
-	case scopeAtom:
-		for _, n := range ix.nsAtoms[sc.atom].members {
-			f(ix.c.Namespaces[n])
+// namespacesIn yields the namespaces of a scope, by index, ascending.
+func (ix *index) namespacesIn(sc scope) iter.Seq[int32] {
+	return func(yield func(int32) bool) {
+		switch sc.kind {
+		case scopeAny:
+			for n := range ix.c.Namespaces {
+				if !yield(int32(n)) {
+					return
+				}
+			}
+		case scopeName:
+			if ns := ix.c.Namespace(sc.name); ns != nil {
+				yield(ix.nsIDs[ns])
+			}
+		case scopeAtom:
+			for _, n := range ix.nsAtoms[sc.atom].members {
+				if !yield(n) {
+					return
+				}
+			}
 		}
 	}
+}
+
+// nsInScope reports whether the namespace of index n is in scope sc.
+func (ix *index) nsInScope(sc scope, n int32) bool {
+	switch sc.kind {
+	case scopeName:
+		return ix.c.Namespaces[n].Name == sc.name
+	case scopeAtom:
+		return ix.nsHas(n, sc.atom)
+	}
+	return true
 }
 
 func (ix *index) inScope(sc scope, p *state.Pod) bool {

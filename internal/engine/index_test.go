@@ -13,13 +13,13 @@ import (
 // — and wants the same members for every atom.
 func TestLabelSetsResolveAsPodByPod(t *testing.T) {
 	c, set := benchSnapshot(t, objectsOf(synth.Size1k))
-	bySets := newEngine(newIndex(c), set, Options{}, nil)
+	bySets := newEngine(newIndex(c, false), set, Options{}, nil)
 	if bySets.ix.sets == nil || len(bySets.ix.sets.labels) >= len(c.Pods)/2 {
 		t.Fatalf("label sets not in use, or as many as pods")
 	}
-	short := newIndex(c)
+	short := newIndex(c, false)
 	short.sets.budget = 10 * len(short.sets.labels) // ten selectors, then pod by pod
-	podByPod := newIndex(c)
+	podByPod := newIndex(c, false)
 	podByPod.sets = nil
 	for name, ix := range map[string]*index{"budget run out": short, "pod by pod": podByPod} {
 		e := newEngine(ix, set, Options{}, nil)

@@ -82,6 +82,7 @@ type listKey struct {
 
 // ProgramKey returns pod's key.
 func (e *Engine) ProgramKey(pod *state.Pod) ProgramKey {
+	e.finish() // the lists that keys name
 	var key ProgramKey
 	for t, list := range e.applicable(pod) {
 		if len(list) > 0 {
@@ -102,7 +103,7 @@ func (ps PeerSet) All() iter.Seq[*state.Pod] {
 			return
 		}
 		ns := ps.peer.Pods.Namespaces
-		for _, id := range ps.e.ix.podAtoms[ps.peer.atom].members {
+		for _, id := range ps.e.members(ps.peer.atom) {
 			pod := ps.e.c.Pods[id]
 			if ns.Relative() && !ns.Matches(pod.Namespace.Name, pod.Namespace.Labels, ps.subject.Namespace.Name, ps.subject.Namespace.Labels) {
 				continue

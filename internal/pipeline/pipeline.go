@@ -21,6 +21,10 @@ type Options struct {
 	// watching a cluster keeps enforcing every valid policy while one is
 	// invalid (it reports the invalid ones on their status).
 	SkipInvalid bool
+	// Lazy builds the first engine with engine.NewLazy, for a front end
+	// that decides a few flows (explain): it does not pay to resolve
+	// every selector. Findings and verdicts are the same.
+	Lazy bool
 }
 
 // Build returns the engine over objects with every finding of the way:
@@ -115,10 +119,14 @@ func (b *Builder) build(objects []source.Object, decoded diag.List) (*engine.Eng
 		return nil, diags, err
 	}
 	var e *engine.Engine
-	if b.last != nil {
+	eopts := engine.Options{LegacyNamespaceIsolation: opts.LegacyNamespaceIsolation}
+	switch {
+	case b.last != nil:
 		e = b.last.Update(cluster, set)
-	} else {
-		e = engine.New(cluster, set, engine.Options{LegacyNamespaceIsolation: opts.LegacyNamespaceIsolation})
+	case opts.Lazy:
+		e = engine.NewLazy(cluster, set, eopts)
+	default:
+		e = engine.New(cluster, set, eopts)
 	}
 	b.last = e
 	return e, append(diags, e.PriorityOverlaps()...), nil
