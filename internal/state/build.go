@@ -42,7 +42,7 @@ func Build(objects []source.Object, opts Options) (*Cluster, diag.List) {
 	if opts.ReplicaCap <= 0 {
 		opts.ReplicaCap = DefaultReplicaCap
 	}
-	b := &builder{opts: opts, c: &Cluster{namespaces: map[string]*Namespace{}, nodes: map[string]*Node{}}, seen: map[string]diag.Origin{}}
+	b := &builder{opts: opts, c: &Cluster{namespaces: map[string]*Namespace{}, nodes: map[string]*Node{}}, seen: map[declared]diag.Origin{}}
 	// Namespaces and nodes first, so that pods and workloads find them
 	// whatever the order of the input.
 	policies := 0
@@ -104,7 +104,7 @@ type builder struct {
 	opts  Options
 	c     *Cluster
 	diags diag.List
-	seen  map[string]diag.Origin // "Kind ns/name" -> first origin, to catch duplicates
+	seen  map[declared]diag.Origin // first origin, to catch duplicates
 	// finished are the pods in phase Succeeded or Failed, left out.
 	finished []string
 	// services and slices wait for every pod (resolveServices).
@@ -151,8 +151,22 @@ func replicas(r *int32) int {
 	return int(*r)
 }
 
+// declared names an object to catch duplicates, without concatenating
+// its kind and names for each of 100k pods.
+type declared struct{ kind, namespace, name string }
+
+// declaredIn is the key of a namespaced object. Keys were "Kind ns/name",
+// which a name with a slash in it shares with another ("a/b", "c" and
+// "a", "b/c"): such names are keyed as one string, as they were.
+func declaredIn(kind, namespace, name string) declared {
+	if strings.Contains(namespace, "/") || strings.Contains(name, "/") {
+		return declared{kind: kind, name: namespace + "/" + name}
+	}
+	return declared{kind, namespace, name}
+}
+
 // duplicate reports an object declared twice; the first declaration wins.
-func (b *builder) duplicate(o source.Object, key string) bool {
+func (b *builder) duplicate(o source.Object, key declared) bool {
 	if first, ok := b.seen[key]; ok {
 		o.Reporter(&b.diags).Errorf("metadata.name", "declared twice (first at %s)", first)
 		return true
@@ -173,7 +187,7 @@ func (b *builder) namespace(name string) *Namespace {
 }
 
 func (b *builder) addNamespace(o source.Object, v *corev1.Namespace) {
-	if b.duplicate(o, "Namespace "+v.Name) {
+	if b.duplicate(o, declared{"Namespace", "", v.Name}) {
 		return
 	}
 	ns := b.namespace(v.Name)
@@ -199,7 +213,7 @@ func (b *builder) addNamespace(o source.Object, v *corev1.Namespace) {
 }
 
 func (b *builder) addNode(o source.Object, v *corev1.Node) {
-	if b.duplicate(o, "Node "+v.Name) {
+	if b.duplicate(o, declared{"Node", "", v.Name}) {
 		return
 	}
 	n := b.node(v.Name)
@@ -255,7 +269,7 @@ func podOwner(p *corev1.Pod) string {
 // addPod adds one pod. owner is empty for a bare pod.
 func (b *builder) addPod(o source.Object, podLabels map[string]string, namespace, name string, spec *corev1.PodSpec, status *corev1.PodStatus, owner string) {
 	ns := b.namespace(defaultNS(namespace))
-	if b.duplicate(o, "Pod "+ns.Name+"/"+name) {
+	if b.duplicate(o, declaredIn("Pod", ns.Name, name)) {
 		return
 	}
 	if status != nil && finished(status) {
