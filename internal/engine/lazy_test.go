@@ -10,7 +10,6 @@ import (
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/policy"
-	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/state"
 	"github.com/netpol/netpol/internal/synth"
 )
@@ -26,14 +25,7 @@ func TestLazyAgreesWithNew(t *testing.T) {
 		seeds = 30
 	}
 	for seed := int64(1); seed <= seeds; seed++ {
-		g := &agreeGen{r: rand.New(rand.NewSource(seed))}
-		text := g.cluster()
-		dec := &source.Decoder{}
-		c, diags := state.Build(dec.Decode("random.yaml", []byte(text)), state.Options{})
-		set, more := policy.Normalize(c.Policies)
-		if err := append(append(dec.Diags, diags...), more...).Err(); err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
+		_, _, c, set := agreeCluster(t, seed)
 		for _, legacy := range []bool{false, true} {
 			opts := engine.Options{LegacyNamespaceIsolation: legacy}
 			eager, lazy := engine.New(c, set, opts), engine.NewLazy(c, set, opts)
