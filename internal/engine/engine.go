@@ -22,7 +22,8 @@ type Options struct {
 }
 
 // Engine decides flows for one snapshot and one policy set. It is immutable
-// after New and safe for concurrent use.
+// after New (NewLazy's completes itself once, under a lock, when first asked
+// for every member of a selector) and safe for concurrent use.
 type Engine struct {
 	c    *state.Cluster
 	set  *policy.Set

@@ -155,8 +155,8 @@ type index struct {
 	sets *labelSets
 
 	// lazy: pod atoms are registered without their members until
-	// resolveAll (NewLazy), and the pod label index and sets are made
-	// when a pod atom is first resolved.
+	// resolveAll (NewLazy), which makes the pod label index and the
+	// label sets too (firstCommon may have made the sets before).
 	lazy bool
 
 	// replaced are the pods that next matched again: those of c that are
