@@ -323,7 +323,7 @@ func splitYAML(data []byte) [][]byte {
 		docs = append(docs, data[start:])
 	}
 	if len(docs) == 0 {
-		return nil // as before it was sized
+		return nil // no document: nil, as it always was
 	}
 	return docs
 }
