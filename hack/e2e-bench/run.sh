@@ -29,6 +29,7 @@ set -euo pipefail
 usage() {
 	sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
 	cat <<EOF
+
 Options:
   --sizes LIST   comma-separated dump sizes to run the jobs of: 1k,2k,10k,100k (default all)
   --runs N       runs per job (default 3)
