@@ -47,6 +47,8 @@ func TestKubeApplyServerDryRun(t *testing.T) {
 		"customresourcedefinition.apiextensions.k8s.io/clusternetworkpolicies.policy.networking.k8s.io",
 		"daemonset.apps/netpol-agent",
 		"namespace/netpol-system",
+		"role.rbac.authorization.k8s.io/netpol-agent-cluster-dns",
+		"rolebinding.rbac.authorization.k8s.io/netpol-agent-cluster-dns",
 		"serviceaccount/netpol-agent",
 	}
 

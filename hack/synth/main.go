@@ -3,6 +3,7 @@
 // who wants to reproduce them:
 //
 //	go run ./hack/synth -size 10k > /tmp/10k.yaml
+//	go run ./hack/synth -size 10k -pr > /tmp/10k-pr.yaml   # for netpol diff
 //	netpol explain -f /tmp/10k.yaml --from ns-0001/... --to ... --port 80
 package main
 
@@ -17,6 +18,7 @@ import (
 
 func main() {
 	size := flag.String("size", "1k", "1k, 2k, 10k or 100k")
+	pr := flag.Bool("pr", false, "the cluster after a small pull request (synth.SmallPR: three NetworkPolicies removed, an admin rule turned, two pods relabelled), to diff against the cluster")
 	flag.Parse()
 	sizes := map[string]synth.Size{"1k": synth.Size1k, "2k": synth.Size2k, "10k": synth.Size10k, "100k": synth.Size100k}
 	s, ok := sizes[*size]
@@ -24,8 +26,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "synth: -size %q: want 1k, 2k, 10k or 100k\n", *size)
 		os.Exit(2)
 	}
+	objects := synth.Cluster(s)
+	if *pr {
+		objects = synth.SmallPR(objects)
+	}
 	w := bufio.NewWriter(os.Stdout)
-	if err := synth.WriteYAML(w, synth.Cluster(s)); err != nil {
+	if err := synth.WriteYAML(w, objects); err != nil {
 		fmt.Fprintln(os.Stderr, "synth:", err)
 		os.Exit(1)
 	}

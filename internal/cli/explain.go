@@ -88,6 +88,7 @@ gate never mistakes it for a denial, and 1 without.`,
 		},
 	}
 	o.in.register(cmd)
+	o.in.lazy = true // one flow, or one per backend of a Service
 	cmd.Flags().StringVar(&o.from, "from", "", "source: namespace/pod, node/NAME or IP")
 	cmd.Flags().StringVar(&o.to, "to", "", "destination: namespace/pod, node/NAME, IP, or a Service: svc/NS/NAME, NAME.NS.svc[.cluster.local] or a cluster IP")
 	cmd.Flags().StringVar(&o.port, "port", "", "destination port: 80, 80/tcp, 53/udp, or a named port such as http (of the Service when --to is one)")

@@ -30,6 +30,8 @@ type inputFlags struct {
 	replicaCap int
 	quiet      bool
 	lenient    bool
+	// lazy: the command decides a few flows (pipeline.Options.Lazy).
+	lazy bool
 }
 
 func (f *inputFlags) register(cmd *cobra.Command) {
@@ -119,22 +121,24 @@ func (f *inputFlags) buildFrom(cmd *cobra.Command, shape source.ANPShape, paths 
 			return nil, nil, fmt.Errorf("reading the cluster at %s: %w", cfg.Host, err)
 		}
 	}
-	p.Stage(fmt.Sprintf("building the model of %d objects", len(objects)), nil, "")
+	// objects is not used after Build, so that what only the snapshot
+	// needed (the Pod objects) can be collected while the engine is built.
+	read := len(objects)
+	p.Stage(fmt.Sprintf("building the model of %d objects", read), nil, "")
 	e, diags, err := pipeline.Build(objects, decoded, f.pipelineOptions())
 	if err != nil {
 		return nil, diags, err
 	}
 	p.Stop() // before the line below
 	if took := time.Since(start); took > slowLoad && !f.quiet {
-		st := e.Stats()
 		fmt.Fprintf(cmd.ErrOrStderr(), "netpol: read %d objects (%d pods, %d policies) and resolved %d selectors in %s\n",
-			len(objects), len(e.Cluster().Pods), len(e.Cluster().Policies), st.NamespaceSelectors+st.PodSelectors, took.Round(time.Millisecond))
+			read, len(e.Cluster().Pods), len(e.Cluster().Policies), e.Selectors(), took.Round(time.Millisecond))
 	}
 	return e, diags, nil
 }
 
 func (f *inputFlags) pipelineOptions() pipeline.Options {
-	return pipeline.Options{ReplicaCap: f.replicaCap, LegacyNamespaceIsolation: f.legacy}
+	return pipeline.Options{ReplicaCap: f.replicaCap, LegacyNamespaceIsolation: f.legacy, Lazy: f.lazy}
 }
 
 // buildBytes builds an engine from one manifest stream (name is its origin

@@ -3,17 +3,14 @@ package diff
 import (
 	"testing"
 
-	"sigs.k8s.io/network-policy-api/apis/v1alpha1"
-
-	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/synth"
 )
 
 // BenchmarkDiff compares two engines built from two copies of a synthetic
 // cluster (internal/synth): "same" as they are (diff A A), "pr" with the
-// second changed as a small pull request changes a cluster (smallPR). The
-// time is Compare alone, after both engines are built. The 100k-pod
-// cluster is skipped in -short mode, and its pull request always: the
+// second changed as a small pull request changes a cluster
+// (synth.SmallPR). The time is Compare alone, after both engines are
+// built. The 100k-pod cluster is skipped in -short mode, and its pull request always: the
 // admin rule it turns around selects some 6,000 pods, and every other
 // class is asked about each of their classes (over 7 minutes and 7 GB, not
 // measured to the end).
@@ -29,7 +26,7 @@ func BenchmarkDiff(b *testing.B) {
 				}
 				newObjs := synth.Cluster(size)
 				if change == "pr" {
-					newObjs = smallPR(newObjs)
+					newObjs = synth.SmallPR(newObjs)
 				}
 				old, new := loadObjects(b, synth.Cluster(size)), loadObjects(b, newObjs)
 				var r *Result
@@ -41,30 +38,4 @@ func BenchmarkDiff(b *testing.B) {
 			})
 		}
 	}
-}
-
-// smallPR changes a synthetic cluster as a small pull request does: three
-// NetworkPolicies removed (the 10th, 20th and 30th), the first ingress rule
-// of the third admin policy turned from Allow to Deny (or to Allow), and
-// two pods (the 100th and 200th) relabelled to another app.
-func smallPR(objects []source.Object) []source.Object {
-	return clusterChange{
-		dropNP:  func(n int) bool { return n == 10 || n == 20 || n == 30 },
-		dropPod: func(int) bool { return false },
-		relabel: func(n int, app string) string {
-			if n == 100 || n == 200 {
-				return "cache"
-			}
-			return app
-		},
-		turn: func(n int, a v1alpha1.AdminNetworkPolicyRuleAction) v1alpha1.AdminNetworkPolicyRuleAction {
-			switch {
-			case n != 3:
-				return a
-			case a == v1alpha1.AdminNetworkPolicyRuleActionAllow:
-				return v1alpha1.AdminNetworkPolicyRuleActionDeny
-			}
-			return v1alpha1.AdminNetworkPolicyRuleActionAllow
-		},
-	}.apply(objects)
 }

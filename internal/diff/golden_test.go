@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/network-policy-api/apis/v1alpha1"
 
 	"github.com/netpol/netpol/internal/engine"
@@ -151,16 +149,16 @@ func loadYAML(t testing.TB, yaml string) *engine.Engine {
 // app, every eighth admin policy's first ingress rule turned around, and
 // one pod gone.
 func pullRequest(objects []source.Object) []source.Object {
-	return clusterChange{
-		dropNP:  func(n int) bool { return n%10 == 0 },
-		dropPod: func(n int) bool { return n == 5 },
-		relabel: func(n int, app string) string {
+	return synth.Change{
+		DropNP:  func(n int) bool { return n%10 == 0 },
+		DropPod: func(n int) bool { return n == 5 },
+		Relabel: func(n int, app string) string {
 			if n%20 != 0 {
 				return app
 			}
 			return map[string]string{"db": "cache", "cache": "db"}[app]
 		},
-		turn: func(n int, a v1alpha1.AdminNetworkPolicyRuleAction) v1alpha1.AdminNetworkPolicyRuleAction {
+		Turn: func(n int, a v1alpha1.AdminNetworkPolicyRuleAction) v1alpha1.AdminNetworkPolicyRuleAction {
 			if n%8 != 0 {
 				return a
 			}
@@ -170,44 +168,5 @@ func pullRequest(objects []source.Object) []source.Object {
 				v1alpha1.AdminNetworkPolicyRuleActionPass:  v1alpha1.AdminNetworkPolicyRuleActionAllow,
 			}[a]
 		},
-	}.apply(objects)
-}
-
-// clusterChange is what a pull request does to a synthetic cluster, by the
-// number (from 1) of each NetworkPolicy, pod and AdminNetworkPolicy:
-// which it removes, the pods' new app label, the new action of the admin
-// policies' first ingress rule. It changes the objects in place.
-type clusterChange struct {
-	dropNP, dropPod func(n int) bool
-	relabel         func(n int, app string) string
-	turn            func(n int, a v1alpha1.AdminNetworkPolicyRuleAction) v1alpha1.AdminNetworkPolicyRuleAction
-}
-
-func (c clusterChange) apply(objects []source.Object) []source.Object {
-	var out []source.Object
-	var nps, pods, anps int
-	for _, o := range objects {
-		switch v := o.Value.(type) {
-		case *networkingv1.NetworkPolicy:
-			nps++
-			if c.dropNP(nps) {
-				continue
-			}
-		case *corev1.Pod:
-			pods++
-			if c.dropPod(pods) {
-				continue
-			}
-			if app := c.relabel(pods, v.Labels["app"]); app != v.Labels["app"] {
-				v.Labels["app"] = app
-			}
-		case *v1alpha1.AdminNetworkPolicy:
-			anps++
-			if len(v.Spec.Ingress) > 0 {
-				v.Spec.Ingress[0].Action = c.turn(anps, v.Spec.Ingress[0].Action)
-			}
-		}
-		out = append(out, o)
-	}
-	return out
+	}.Apply(objects)
 }

@@ -446,6 +446,25 @@ func (g *agreeGen) clusterNetworkPolicy(i int) {
 		i, g.pick("Admin", "Baseline"), g.r.Intn(4), g.subject(), dirs)
 }
 
+// agreeCluster is the random cluster of seed: its generator (which says
+// whether some namespace has the legacy annotation), its text, its
+// snapshot and its policies, all of which entered the set.
+func agreeCluster(t *testing.T, seed int64) (*agreeGen, string, *state.Cluster, *policy.Set) {
+	t.Helper()
+	g := &agreeGen{r: rand.New(rand.NewSource(seed))}
+	text := g.cluster()
+	dec := &source.Decoder{}
+	c, diags := state.Build(dec.Decode("random.yaml", []byte(text)), state.Options{})
+	set, more := policy.Normalize(c.Policies)
+	if err := append(append(dec.Diags, diags...), more...).Err(); err != nil {
+		t.Fatalf("seed %d: generator wrote invalid input: %v\n%s", seed, err, text)
+	}
+	if got, want := len(set.Policies()), len(c.Policies); got != want {
+		t.Fatalf("seed %d: %d of %d policies entered the set\n%s", seed, got, want, text)
+	}
+	return g, text, c, set
+}
+
 // agreeSeeds is how many random clusters TestExplainMatrixAgree checks;
 // -short checks 30. Rare class-key mistakes (a relative peer, a host-network
 // pod on another node) need hundreds of clusters to show.
@@ -464,17 +483,7 @@ func TestExplainMatrixAgree(t *testing.T) {
 	var pairCells, pairAllowed int
 	for seed := int64(1); seed <= seeds; seed++ {
 		cellsBefore, allowedBefore := cells, allowed
-		g := &agreeGen{r: rand.New(rand.NewSource(seed))}
-		text := g.cluster()
-		dec := &source.Decoder{}
-		c, diags := state.Build(dec.Decode("random.yaml", []byte(text)), state.Options{})
-		set, more := policy.Normalize(c.Policies)
-		if err := append(append(dec.Diags, diags...), more...).Err(); err != nil {
-			t.Fatalf("seed %d: generator wrote invalid input: %v\n%s", seed, err, text)
-		}
-		if got, want := len(set.Policies()), len(c.Policies); got != want {
-			t.Fatalf("seed %d: %d of %d policies entered the set\n%s", seed, got, want, text)
-		}
+		g, text, c, set := agreeCluster(t, seed)
 		policies += len(c.Policies)
 		for _, legacy := range []bool{false, true} {
 			if legacy && !g.legacy {

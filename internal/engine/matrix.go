@@ -169,7 +169,7 @@ func (e *Engine) classes(pods []*state.Pod, withNodes bool) (class []int, reps [
 // classKey writes everything about p that any verdict can depend on,
 // except its identity (handled by the self-traffic rule).
 func (e *Engine) classKey(b *strings.Builder, p *state.Pod, withNodes bool) {
-	for _, a := range e.ix.podMember[p.ID] {
+	for _, a := range e.atomsOf(p.ID) {
 		b.WriteString(strconv.Itoa(int(a)))
 		b.WriteByte(',')
 	}

@@ -87,16 +87,13 @@ func (ps PeerSet) For(e *Engine) PeerSet {
 // they stay the same; a key holds its list alive, so keys of engines that
 // share no Update lineage never collide.
 type ProgramKey struct {
-	list *policyList
+	lists podTiers
 }
 
 // ProgramKey returns pod's key.
 func (e *Engine) ProgramKey(pod *state.Pod) ProgramKey {
-	list := e.applicable(pod)
-	if len(list.policies) == 0 {
-		return ProgramKey{}
-	}
-	return ProgramKey{list}
+	e.finish() // the lists that keys name
+	return ProgramKey{e.applicable(pod)}
 }
 
 // Pods lists the members of a PeerPods peer: never host-network pods.
@@ -110,7 +107,7 @@ func (ps PeerSet) All() iter.Seq[*state.Pod] {
 			return
 		}
 		ns := ps.peer.Pods.Namespaces
-		for _, id := range ps.e.ix.podAtoms[ps.peer.atom].members {
+		for _, id := range ps.e.members(ps.peer.atom) {
 			pod := ps.e.c.Pods[id]
 			if ns.Relative() && !ns.Matches(pod.Namespace.Name, pod.Namespace.Labels, ps.subject.Namespace.Name, ps.subject.Namespace.Labels) {
 				continue

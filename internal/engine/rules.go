@@ -83,7 +83,7 @@ func (e *Engine) PeerSelection(r *policy.Rule, k int) (s Selection, ok bool) {
 		return Selection{}, false
 	}
 	atom := cr.peers[k].atom
-	return Selection{ID: atom, Pods: e.ix.podAtoms[atom].members}, true
+	return Selection{ID: atom, Pods: e.members(atom)}, true
 }
 
 // RuleMatches reports whether rule r, on its own, matches f: its peers and

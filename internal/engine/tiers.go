@@ -87,39 +87,41 @@ type stage struct {
 	all bool
 }
 
-// policyList is the policies that select a pod, in evaluation order, split
-// by tier once, so that the walk takes its stages without a scan. Pods in
-// the same subject selectors share one (applicable).
-type policyList struct {
+// tierList is the policies of one tier that select a pod, in evaluation
+// order, and whether one of them isolates the pod in each direction (for
+// an isolating tier), worked out once so that the walk takes its stages
+// without a scan. Pods whose subjects of the tier are the same share one
+// (applicable).
+type tierList struct {
+	tier     int // in tiers
 	policies []*compiled
-	bounds   [len(tiers) + 1]int // tier i's policies are policies[bounds[i]:bounds[i+1]]
-	// isolates[i][dir]: a policy of isolating tier i isolates in dir.
-	isolates [len(tiers)][2]bool
+	isolates [2]bool // by policy.Direction
 }
 
-func newPolicyList(ps []*compiled) *policyList {
-	l := &policyList{policies: ps}
-	n := 0
-	for i := range tiers {
-		for n < len(ps) && ps[n].Tier == tiers[i].tier {
+func newTierList(t int, ps []*compiled) *tierList {
+	l := &tierList{tier: t, policies: ps}
+	if tiers[t].isolating {
+		for _, p := range ps {
 			for _, d := range policy.Directions {
-				l.isolates[i][d] = l.isolates[i][d] || tiers[i].isolating && ps[n].Isolates[d]
+				l.isolates[d] = l.isolates[d] || p.Isolates[d]
 			}
-			n++
 		}
-		l.bounds[i+1] = n
 	}
 	return l
 }
 
+// podTiers are the lists of the policies that select a pod, one for each
+// tier of the walk, in its order.
+type podTiers [numTiers]*tierList
+
 // stage returns tier i of the walk as it applies to the dir side of
-// subject, whose policies are list.
-func (e *Engine) stage(i int, list *policyList, subject *state.Pod, dir policy.Direction) stage {
-	st := stage{tierSpec: &tiers[i], dir: dir, policies: list.policies[list.bounds[i]:list.bounds[i+1]], all: true}
+// subject, whose policies are lists.
+func (e *Engine) stage(i int, lists podTiers, subject *state.Pod, dir policy.Direction) stage {
+	st := stage{tierSpec: &tiers[i], dir: dir, policies: lists[i].policies, all: true}
 	if st.isolating {
 		legacy := e.opts.LegacyNamespaceIsolation && dir == policy.Ingress
 		st.all = legacy
-		if legacy && subject.Namespace.LegacyIngressIsolation || !legacy && list.isolates[i][dir] {
+		if legacy && subject.Namespace.LegacyIngressIsolation || !legacy && lists[i].isolates[dir] {
 			st.rest = Deny
 		} else {
 			st.policies = nil

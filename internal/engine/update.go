@@ -30,9 +30,9 @@ func (e *Engine) Update(c *state.Cluster, set *policy.Set) *Engine {
 	}
 	if enforced != set {
 		if e.staged == nil {
-			next.staged = newEngine(newIndex(c), set, e.opts, nil)
+			next.staged = newEngine(newIndex(c, false), set, e.opts, nil)
 		} else if next.staged, ok = e.staged.updated(c, set); !ok {
-			next.staged = newEngine(newIndex(c), set, e.opts, nil)
+			next.staged = newEngine(newIndex(c, false), set, e.opts, nil)
 		}
 	}
 	return next
@@ -41,6 +41,7 @@ func (e *Engine) Update(c *state.Cluster, set *policy.Set) *Engine {
 // updated is the engine of set over e's atoms carried over to c, when they
 // can be.
 func (e *Engine) updated(c *state.Cluster, set *policy.Set) (*Engine, bool) {
+	e.finish() // next carries the members over
 	ix, ok := e.ix.next(c)
 	if !ok {
 		return nil, false
@@ -131,7 +132,7 @@ func (ix *index) next(c *state.Cluster) (*index, bool) {
 		var member []int32
 		for a := range nx.podAtoms {
 			atom := &nx.podAtoms[a]
-			now := !p.HostNetwork && nx.inScope(atom.scope, p) && atom.sel.Matches(p.Labels)
+			now := nx.atomHas(int32(a), p)
 			if now {
 				member = append(member, int32(a))
 			}

@@ -283,7 +283,7 @@ func (m matcher) peerMatches(p compiledPeer) bool {
 	switch p.Kind {
 	case policy.PeerPods:
 		pod := m.peer.policyPod()
-		if pod == nil || !m.e.ix.podHas(pod.ID, p.atom) {
+		if pod == nil || !m.e.podHas(pod, p.atom) {
 			return false
 		}
 		if ns := p.Pods.Namespaces; ns.Relative() {

@@ -21,6 +21,10 @@ type Options struct {
 	// watching a cluster keeps enforcing every valid policy while one is
 	// invalid (it reports the invalid ones on their status).
 	SkipInvalid bool
+	// Lazy builds the first engine with engine.NewLazy, for a front end
+	// that decides a few flows (explain): it does not pay to resolve
+	// every selector. Findings and verdicts are the same.
+	Lazy bool
 }
 
 // Build returns the engine over objects with every finding of the way:
@@ -32,7 +36,7 @@ type Options struct {
 // build repeated; err is then non-nil only for an error that names no object
 // (a document that is not an object at all, say).
 func Build(objects []source.Object, decoded diag.List, opts Options) (*engine.Engine, diag.List, error) {
-	return (&Builder{Options: opts}).Build(objects, decoded)
+	return (&Builder{Options: opts, once: true}).Build(objects, decoded)
 }
 
 // Builder builds engine after engine over objects that change a little at a
@@ -46,6 +50,11 @@ type Builder struct {
 	state state.Builder
 	memo  policy.Memo
 	last  *engine.Engine // the last engine built
+	// once: the Builder serves one call of the package's Build, so the
+	// snapshot is built without state.Builder, which would keep every
+	// decoded object (100k Pod objects: 250 MB) alive for a next build
+	// that never comes.
+	once bool
 }
 
 // Build is the package's Build with the Builder's options.
@@ -106,8 +115,14 @@ func without(objects []source.Object, skip map[string]bool) []source.Object {
 func (b *Builder) build(objects []source.Object, decoded diag.List) (*engine.Engine, diag.List, error) {
 	opts := b.Options
 	diags := append(diag.List(nil), decoded...)
-	b.state.Options = state.Options{ReplicaCap: opts.ReplicaCap}
-	cluster, more := b.state.Build(objects)
+	var cluster *state.Cluster
+	var more diag.List
+	if b.once {
+		cluster, more = state.Build(objects, state.Options{ReplicaCap: opts.ReplicaCap})
+	} else {
+		b.state.Options = state.Options{ReplicaCap: opts.ReplicaCap}
+		cluster, more = b.state.Build(objects)
+	}
 	diags = append(diags, more...)
 	set, more := b.memo.Normalize(cluster.Policies)
 	diags = append(diags, more...)
@@ -115,10 +130,14 @@ func (b *Builder) build(objects []source.Object, decoded diag.List) (*engine.Eng
 		return nil, diags, err
 	}
 	var e *engine.Engine
-	if b.last != nil {
+	eopts := engine.Options{LegacyNamespaceIsolation: opts.LegacyNamespaceIsolation}
+	switch {
+	case b.last != nil:
 		e = b.last.Update(cluster, set)
-	} else {
-		e = engine.New(cluster, set, engine.Options{LegacyNamespaceIsolation: opts.LegacyNamespaceIsolation})
+	case opts.Lazy:
+		e = engine.NewLazy(cluster, set, eopts)
+	default:
+		e = engine.New(cluster, set, eopts)
 	}
 	b.last = e
 	return e, append(diags, e.PriorityOverlaps()...), nil

@@ -1,8 +1,10 @@
 package policy
 
 import (
-	"fmt"
+	"encoding/binary"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +21,7 @@ type normalizer struct {
 	obj     source.Object
 	r       diag.Reporter
 	unknown []string
+	sels    *selectors
 }
 
 // selector compiles a label selector; nil means "everything" here, callers
@@ -27,12 +30,84 @@ func (n *normalizer) selector(field string, s *metav1.LabelSelector) Selector {
 	if s == nil {
 		return Everything
 	}
-	sel, err := metav1.LabelSelectorAsSelector(s)
+	sel, err := n.sels.compile(s)
 	if err != nil {
 		n.r.Errorf(field, "invalid label selector: %v", err)
 		return Selector{Selector: labels.Nothing(), Text: "<invalid>"}
 	}
-	return Selector{Selector: sel, Text: sel.String()}
+	return sel
+}
+
+// selectors compiles label selectors, each distinct one once: policies
+// repeat a few selectors many times (the 100k-pod synthetic cluster's
+// 75,000 NetworkPolicies hold 96 distinct pod selectors), and compiling
+// one checks every key and value against regular expressions. The
+// compiled selectors are shared: nothing writes to one.
+type selectors struct {
+	done map[string]compiledSelector // by selectorKey
+	key  []byte
+	keys []string
+}
+
+type compiledSelector struct {
+	sel Selector
+	err error
+}
+
+// compile is metav1.LabelSelectorAsSelector, with its canonical text. A
+// nil *selectors compiles every time.
+func (c *selectors) compile(s *metav1.LabelSelector) (Selector, error) {
+	if c == nil {
+		return compileSelector(s)
+	}
+	c.key, c.keys = selectorKey(c.key[:0], c.keys[:0], s)
+	if done, ok := c.done[string(c.key)]; ok {
+		return done.sel, done.err
+	}
+	sel, err := compileSelector(s)
+	if c.done == nil {
+		c.done = map[string]compiledSelector{}
+	}
+	c.done[string(c.key)] = compiledSelector{sel, err}
+	return sel, err
+}
+
+func compileSelector(s *metav1.LabelSelector) (Selector, error) {
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return Selector{}, err
+	}
+	return Selector{Selector: sel, Text: sel.String()}, nil
+}
+
+// selectorKey appends to key all that s holds, each string preceded by its
+// length, so that two selectors have the same key only when they are
+// equal: matchLabels sorted by key (a map has no order), then
+// matchExpressions as written. keys is a buffer.
+func selectorKey(key []byte, keys []string, s *metav1.LabelSelector) ([]byte, []string) {
+	str := func(v string) {
+		key = binary.AppendUvarint(key, uint64(len(v)))
+		key = append(key, v...)
+	}
+	for k := range s.MatchLabels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	key = binary.AppendUvarint(key, uint64(len(keys)))
+	for _, k := range keys {
+		str(k)
+		str(s.MatchLabels[k])
+	}
+	key = binary.AppendUvarint(key, uint64(len(s.MatchExpressions)))
+	for _, e := range s.MatchExpressions {
+		str(e.Key)
+		str(string(e.Operator))
+		key = binary.AppendUvarint(key, uint64(len(e.Values)))
+		for _, v := range e.Values {
+			str(v)
+		}
+	}
+	return key, keys
 }
 
 // hasUnknown reports whether the decoder dropped an unknown field under path.
@@ -125,4 +200,4 @@ func (n *normalizer) ref(kind string) Ref {
 	return Ref{Kind: kind, Namespace: n.obj.Namespace, Name: n.obj.Name}
 }
 
-func idx(field string, i int) string { return fmt.Sprintf("%s[%d]", field, i) }
+func idx(field string, i int) string { return field + "[" + strconv.Itoa(i) + "]" }

@@ -79,15 +79,17 @@ func (m *Memo) Normalize(objects []source.Object) (*Set, diag.List) {
 	m.values, m.outs = m.values[:0], m.outs[:0]
 	var diags diag.List
 	set := &Set{}
-	seen := map[Ref]diag.Origin{}
-	next := make(map[any]normalized, len(m.last))
+	seen := make(map[Ref]diag.Origin, len(objects))
+	next := make(map[any]normalized, len(objects))
+	m.values, m.outs = slices.Grow(m.values, len(objects)), slices.Grow(m.outs, len(objects))
+	sels := &selectors{}
 	for _, o := range objects {
 		if !isPolicy(o.Value) {
 			continue
 		}
 		out, ok := m.last[o.Value]
 		if !ok {
-			out = normalizeObject(o)
+			out = normalizeObject(o, sels)
 		}
 		next[o.Value] = out
 		m.values, m.outs = append(m.values, o.Value), append(m.outs, out)
@@ -134,6 +136,7 @@ func (m *Memo) inPlace(objects []source.Object) (*Set, bool) {
 		out   normalized
 	}
 	var swaps []swap
+	sels := &selectors{}
 	i := 0
 	for _, o := range objects {
 		if !isPolicy(o.Value) {
@@ -143,7 +146,7 @@ func (m *Memo) inPlace(objects []source.Object) (*Set, bool) {
 			return nil, false
 		}
 		if o.Value != m.values[i] {
-			was, out := m.outs[i], normalizeObject(o)
+			was, out := m.outs[i], normalizeObject(o, sels)
 			m.last[o.Value] = out // for Normalize, if this is not in place
 			if was.p == nil || out.p == nil || len(was.diags) > 0 || len(out.diags) > 0 ||
 				out.p.Ref != was.p.Ref || out.p.Tier != was.p.Tier || out.p.Priority != was.p.Priority {
@@ -185,9 +188,10 @@ func isPolicy(v any) bool {
 	return false
 }
 
-// normalizeObject normalises one policy object.
-func normalizeObject(o source.Object) (out normalized) {
-	n := &normalizer{obj: o, r: o.Reporter(&out.diags), unknown: o.Unknown}
+// normalizeObject normalises one policy object, compiling its selectors
+// through sels.
+func normalizeObject(o source.Object, sels *selectors) (out normalized) {
+	n := &normalizer{obj: o, r: o.Reporter(&out.diags), unknown: o.Unknown, sels: sels}
 	var p *Policy
 	switch v := o.Value.(type) {
 	case *networkingv1.NetworkPolicy:

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -146,12 +147,10 @@ func (d *Decoder) decode(file string, data []byte) []Object {
 		})
 	}
 	wg.Wait()
-	var out []Object
-	for w, part := range parts {
-		out = append(out, objects[w]...)
+	for _, part := range parts {
 		d.merge(part)
 	}
-	return out
+	return slices.Concat(objects...)
 }
 
 // worker is a Decoder for another goroutine: d's options, d's progress.
@@ -171,10 +170,10 @@ const minDocumentsPerWorker = 256
 
 // decodeDocuments decodes docs[from:to], the documents of file.
 func (d *Decoder) decodeDocuments(file string, docs [][]byte, from, to int) []Object {
-	var out []Object
+	out := make([]Object, 0, to-from) // most documents are one object
 	progress := d.progressCounter()
 	for i := from; i < to; i++ {
-		out = append(out, d.decodeDocument(docOrigin(file, i, len(docs)), docs[i])...)
+		out = d.decodeDocument(out, docOrigin(file, i, len(docs)), docs[i])
 		progress.Add(1)
 	}
 	return out
@@ -220,22 +219,23 @@ func docOrigin(file string, i, n int) diag.Origin {
 	return diag.Origin{File: file, Doc: i + 1}
 }
 
-// decodeDocument decodes one document of a stream.
-func (d *Decoder) decodeDocument(origin diag.Origin, doc []byte) []Object {
+// decodeDocument decodes one document of a stream, appending its objects
+// to out.
+func (d *Decoder) decodeDocument(out []Object, origin diag.Origin, doc []byte) []Object {
 	if kind, ok := peekYAMLKind(doc, skips); ok {
 		d.ignored.add(kind, origin.File, 1)
-		return nil
+		return out
 	}
 	js, err := d.toJSON(origin, doc)
 	if err != nil {
 		d.report(origin, "", "", "not valid YAML or JSON: %v", err)
-		return nil
+		return out
 	}
 	js = bytes.TrimSpace(js)
 	if len(js) == 0 || string(js) == "null" {
-		return nil
+		return out
 	}
-	return d.decodeObject(origin, js, kindKey{})
+	return d.decodeObject(out, origin, js, kindKey{})
 }
 
 // toJSON converts one document to JSON. A JSON document is kept as it is, so
@@ -299,7 +299,9 @@ func SplitDocuments(data []byte) [][]byte {
 // reader: apimachinery's YAMLReader lost a final line that filled its
 // 4096-byte buffer exactly (issue 15).
 func splitYAML(data []byte) [][]byte {
-	var docs [][]byte
+	// At most a document after each line that starts with "---", and
+	// one before the first: sized once for 200k documents.
+	docs := make([][]byte, 0, bytes.Count(data, []byte("\n---"))+1)
 	start := 0 // of the current document
 	for pos := 0; pos < len(data); {
 		next := len(data)
@@ -320,6 +322,9 @@ func splitYAML(data []byte) [][]byte {
 	if start < len(data) {
 		docs = append(docs, data[start:])
 	}
+	if len(docs) == 0 {
+		return nil // no document: nil, as it always was
+	}
 	return docs
 }
 
@@ -335,16 +340,17 @@ type headerMetadata struct {
 	Namespace string `json:"namespace"`
 }
 
-// decodeObject decodes one object, or the items of a list. implied is the
-// apiVersion and kind of an item that names neither: a typed list's items.
-func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) []Object {
+// decodeObject decodes one object, or the items of a list, appending them
+// to out. implied is the apiVersion and kind of an item that names neither:
+// a typed list's items.
+func (d *Decoder) decodeObject(out []Object, origin diag.Origin, js []byte, implied kindKey) []Object {
 	h, ok := peekHeader(js)
 	if !ok || d.fullParsers {
 		h = header{}
 		if err := json.Unmarshal(js, &h); err != nil {
 			field, msg := explainJSONError(err)
 			d.report(origin, "", field, "not a Kubernetes object: %s", msg)
-			return nil
+			return out
 		}
 	}
 	if h.Kind == "" && h.APIVersion == "" {
@@ -352,12 +358,12 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 	}
 	if h.Kind == "" || h.APIVersion == "" {
 		d.report(origin, "", "", "not a Kubernetes object: apiVersion and kind are required")
-		return nil
+		return out
 	}
 	if strings.HasSuffix(h.Kind, "List") && h.Items != nil {
 		if origin.Item > 0 {
 			d.report(origin, "", "items", "a List inside a List is not supported") // no object: what it holds is unknown
-			return nil
+			return out
 		}
 		// The API server writes a typed list's items (PodList,
 		// NetworkPolicyList, ...) without apiVersion and kind: they are the
@@ -366,22 +372,21 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 		if h.Kind != "List" {
 			item = kindKey{h.APIVersion, strings.TrimSuffix(h.Kind, "List")}
 		}
-		var out []Object
 		for i, js := range h.Items {
 			o := origin
 			o.Item = i + 1
-			out = append(out, d.decodeObject(o, js, item)...)
+			out = d.decodeObject(out, o, js, item)
 		}
 		return out
 	}
 	if !knownKinds[h.Kind] {
 		d.ignored.add(h.Kind, origin.File, 1) // whatever else it holds: it is not read
-		return nil
+		return out
 	}
 	obj := Object{Origin: origin, Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name}
 	if h.Metadata.Name == "" {
 		d.report(origin, obj.Ref(), "metadata.name", "Required value")
-		return nil
+		return out
 	}
 	key := kindKey{h.APIVersion, h.Kind}
 	var value any
@@ -391,11 +396,11 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 	case adminKinds[h.Kind] && h.APIVersion == policyGroup+"/v1alpha1":
 		value = d.adminValue(origin, obj, js)
 		if value == nil {
-			return nil
+			return out
 		}
 	default:
 		d.report(origin, obj.Ref(), "apiVersion", "unsupported apiVersion %q for kind %s (want %s)", h.APIVersion, h.Kind, wantVersion(h.Kind))
-		return nil
+		return out
 	}
 	var strict []error
 	var err error
@@ -408,7 +413,7 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 	if err != nil {
 		field, msg := explainJSONError(err)
 		d.report(origin, obj.Ref(), field, "%s", msg)
-		return nil
+		return out
 	}
 	refuse := !d.Lenient && RefusesUnknownFields(h.Kind)
 	refused := false
@@ -433,10 +438,10 @@ func (d *Decoder) decodeObject(origin diag.Origin, js []byte, implied kindKey) [
 			Message: "unknown field, ignored (the API server would drop it)"})
 	}
 	if refused {
-		return nil
+		return out
 	}
 	obj.Value = value
-	return []Object{obj}
+	return append(out, obj)
 }
 
 // knownKinds are the kinds netpol reads, in some apiVersion.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,14 +22,14 @@ import (
 // not exist) are returned as an error naming the path; problems with the
 // content are collected in d.Diags.
 func (d *Decoder) Load(paths []string, stdin io.Reader) ([]Object, error) {
-	var out []Object
+	var out [][]Object
 	for _, p := range paths {
 		if p == "-" {
 			data, err := io.ReadAll(stdin)
 			if err != nil {
 				return nil, fmt.Errorf("reading stdin: %w", err)
 			}
-			out = append(out, d.Decode("-", data)...)
+			out = append(out, d.Decode("-", data))
 			continue
 		}
 		files, err := expand(p)
@@ -39,9 +40,18 @@ func (d *Decoder) Load(paths []string, stdin io.Reader) ([]Object, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, objects...)
+		out = append(out, objects)
 	}
-	return out, nil
+	return concat(out), nil
+}
+
+// concat is slices.Concat, without a copy when there is one part: a dump
+// of 100k pods is one file of 200k objects.
+func concat(parts [][]Object) []Object {
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return slices.Concat(parts...)
 }
 
 // decodeFiles reads and decodes files, several at a time on as many CPUs
@@ -71,17 +81,17 @@ func (d *Decoder) decodeFiles(files []string) ([]Object, error) {
 		})
 	}
 	wg.Wait()
-	var out []Object
+	out := make([][]Object, 0, len(results))
 	for _, r := range results {
 		if r.err != nil {
 			d.reportIgnored()
 			return nil, r.err
 		}
-		out = append(out, r.objects...)
+		out = append(out, r.objects)
 		d.merge(r.part)
 	}
 	d.reportIgnored()
-	return out, nil
+	return concat(out), nil
 }
 
 // expand lists the manifest files under p.

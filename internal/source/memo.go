@@ -39,7 +39,7 @@ func (m *Memo) Decode(files []File) ([]Object, diag.List) {
 			md, ok := m.docs[origin]
 			if !ok || !bytes.Equal(md.data, doc) {
 				d := &Decoder{Options: m.Options}
-				md = memoDoc{data: bytes.Clone(doc), objects: d.decodeDocument(origin, doc), diags: d.Diags, ignored: d.ignored}
+				md = memoDoc{data: bytes.Clone(doc), objects: d.decodeDocument(nil, origin, doc), diags: d.Diags, ignored: d.ignored}
 			}
 			next[origin] = md
 			objects = append(objects, md.objects...)

@@ -449,10 +449,14 @@ func (r *jsonReader) array(p *decodePlan, v reflect.Value) bool {
 		v.Set(reflect.MakeSlice(p.typ, 0, 0))
 		return true
 	}
+	// Made at its length: grown element by element, as encoding/json
+	// grows it, the slices of a 100k-pod dump cost a tenth of its
+	// decoding. Counting is a scan for brackets, quotes and commas.
+	v.Set(reflect.MakeSlice(p.typ, 0, countJSONElements(r.js, r.i)))
 	n := 0
 	for {
 		if n == v.Cap() {
-			v.Grow(1) // as encoding/json grows it
+			v.Grow(1) // the count is a hint: the document is valid JSON, but the decoder decides
 		}
 		v.SetLen(n + 1)
 		if !r.value(p.elem, v.Index(n)) {
@@ -464,6 +468,37 @@ func (r *jsonReader) array(p *decodePlan, v reflect.Value) bool {
 		}
 	}
 }
+
+// countJSONElements counts the elements of the array whose first element
+// starts at or after i (past the '['), in valid JSON.
+func countJSONElements(js []byte, i int) int {
+	n, depth := 1, 0
+	for i < len(js) {
+		switch js[i] {
+		case '"':
+			i = skipJSONString(js, i)
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return n
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				n++
+			}
+		}
+		i++
+		for i < len(js) && !jsonCounted[js[i]] {
+			i++
+		}
+	}
+	return n
+}
+
+var jsonCounted = byteSet(`"{}[],`)
 
 // next moves past the ',' or the closer after a member, and reports
 // which.

@@ -2,7 +2,9 @@ package state
 
 import (
 	"net/netip"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Address plan for objects that come without addresses, all inside the
@@ -24,7 +26,7 @@ var (
 )
 
 func (b *builder) assignAddresses() {
-	used := map[netip.Addr]bool{}
+	used := make(map[netip.Addr]bool, 2*(len(b.c.Pods)+len(b.c.Nodes))) // most get two
 	for _, n := range b.c.Nodes {
 		for _, ip := range n.IPs {
 			used[ip] = true
@@ -47,24 +49,32 @@ func (b *builder) assignAddresses() {
 		}
 		n.IPs = append(n.IPs, allocV6(used, nodeV6Pref, h))
 	}
-	pods := append([]*Pod(nil), b.c.Pods...)
-	sort.Slice(pods, func(i, j int) bool { return pods[i].Key() < pods[j].Key() })
-	for _, p := range pods {
-		if len(p.IPs) > 0 {
-			continue
-		}
-		if p.HostNetwork {
+	// The pods without addresses take theirs in the order of their keys:
+	// which one probes on at a collision must not depend on the input.
+	type keyed struct {
+		key string
+		pod *Pod
+	}
+	var pods []keyed
+	for _, p := range b.c.Pods {
+		switch {
+		case len(p.IPs) > 0:
+		case p.HostNetwork:
 			// A host-network pod has its node's addresses.
 			if n := b.c.nodes[p.Node]; n != nil {
 				p.IPs = append(p.IPs, n.IPs...)
 			}
-			continue
+		default:
+			pods = append(pods, keyed{p.Key(), p})
 		}
-		h := hash64("pod/" + p.Key())
+	}
+	slices.SortFunc(pods, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	for _, k := range pods {
+		h := hash64("pod/", k.key)
 		if ip, ok := allocV4(used, podV4First, podV4Count, uint32(h)); ok {
-			p.IPs = append(p.IPs, ip)
+			k.pod.IPs = append(k.pod.IPs, ip)
 		}
-		p.IPs = append(p.IPs, allocV6(used, podV6Prefix, h))
+		k.pod.IPs = append(k.pod.IPs, allocV6(used, podV6Prefix, h))
 	}
 }
 

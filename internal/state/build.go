@@ -42,16 +42,24 @@ func Build(objects []source.Object, opts Options) (*Cluster, diag.List) {
 	if opts.ReplicaCap <= 0 {
 		opts.ReplicaCap = DefaultReplicaCap
 	}
-	b := &builder{opts: opts, c: &Cluster{namespaces: map[string]*Namespace{}, nodes: map[string]*Node{}}, seen: map[string]diag.Origin{}}
+	b := &builder{opts: opts, c: &Cluster{namespaces: map[string]*Namespace{}, nodes: map[string]*Node{}}, seen: map[declared]diag.Origin{}}
 	// Namespaces and nodes first, so that pods and workloads find them
 	// whatever the order of the input.
+	policies := 0
 	for _, o := range objects {
 		switch v := o.Value.(type) {
 		case *corev1.Namespace:
 			b.addNamespace(o, v)
 		case *corev1.Node:
 			b.addNode(o, v)
+		default:
+			if !isClusterObject(v) {
+				policies++
+			}
 		}
+	}
+	if policies > 0 {
+		b.c.Policies = make([]source.Object, 0, policies)
 	}
 	for _, o := range objects {
 		switch v := o.Value.(type) {
@@ -96,7 +104,7 @@ type builder struct {
 	opts  Options
 	c     *Cluster
 	diags diag.List
-	seen  map[string]diag.Origin // "Kind ns/name" -> first origin, to catch duplicates
+	seen  map[declared]diag.Origin // first origin, to catch duplicates
 	// finished are the pods in phase Succeeded or Failed, left out.
 	finished []string
 	// services and slices wait for every pod (resolveServices).
@@ -143,8 +151,22 @@ func replicas(r *int32) int {
 	return int(*r)
 }
 
+// declared names an object to catch duplicates, without concatenating
+// its kind and names for each of 100k pods.
+type declared struct{ kind, namespace, name string }
+
+// declaredIn is the key of a namespaced object. Keys were "Kind ns/name",
+// which a name with a slash in it shares with another ("a/b", "c" and
+// "a", "b/c"): such names are keyed as one string, as they were.
+func declaredIn(kind, namespace, name string) declared {
+	if strings.Contains(namespace, "/") || strings.Contains(name, "/") {
+		return declared{kind: kind, name: namespace + "/" + name}
+	}
+	return declared{kind, namespace, name}
+}
+
 // duplicate reports an object declared twice; the first declaration wins.
-func (b *builder) duplicate(o source.Object, key string) bool {
+func (b *builder) duplicate(o source.Object, key declared) bool {
 	if first, ok := b.seen[key]; ok {
 		o.Reporter(&b.diags).Errorf("metadata.name", "declared twice (first at %s)", first)
 		return true
@@ -165,7 +187,7 @@ func (b *builder) namespace(name string) *Namespace {
 }
 
 func (b *builder) addNamespace(o source.Object, v *corev1.Namespace) {
-	if b.duplicate(o, "Namespace "+v.Name) {
+	if b.duplicate(o, declared{"Namespace", "", v.Name}) {
 		return
 	}
 	ns := b.namespace(v.Name)
@@ -191,7 +213,7 @@ func (b *builder) addNamespace(o source.Object, v *corev1.Namespace) {
 }
 
 func (b *builder) addNode(o source.Object, v *corev1.Node) {
-	if b.duplicate(o, "Node "+v.Name) {
+	if b.duplicate(o, declared{"Node", "", v.Name}) {
 		return
 	}
 	n := b.node(v.Name)
@@ -253,46 +275,60 @@ func podOwner(p *corev1.Pod) string {
 // addPod adds one pod. owner is empty for a bare pod.
 func (b *builder) addPod(o source.Object, podLabels map[string]string, namespace, name string, spec *corev1.PodSpec, status *corev1.PodStatus, owner string) {
 	ns := b.namespace(defaultNS(namespace))
-	if b.duplicate(o, "Pod "+ns.Name+"/"+name) {
+	if b.duplicate(o, declaredIn("Pod", ns.Name, name)) {
 		return
 	}
 	if status != nil && finished(status) {
 		b.finished = append(b.finished, ns.Name+"/"+name)
 		return
 	}
-	p := &Pod{Namespace: ns, Name: name, Labels: labels.Set{}, Node: spec.NodeName, HostNetwork: spec.HostNetwork, Owner: owner, Origin: o.Origin}
+	p := &Pod{Namespace: ns, Name: name, Labels: make(labels.Set, len(podLabels)), Node: spec.NodeName, HostNetwork: spec.HostNetwork, Owner: owner, Origin: o.Origin}
 	for k, v := range podLabels {
 		p.Labels[k] = v
 	}
-	r := o.Reporter(&b.diags)
+	errorf := func(field, format string, args ...any) { o.Reporter(&b.diags).Errorf(field, format, args...) }
+	// field names a port in a finding: only a port that has one pays for it.
+	field := func(ci, pi int, name string) string {
+		f := fmt.Sprintf("spec.containers[%d].ports[%d].%s", ci, pi, name)
+		if status == nil { // a workload's template: Pod objects have a status, even empty
+			f = "spec.template." + f
+		}
+		return f
+	}
+	n := 0
+	for _, c := range spec.Containers {
+		n += len(c.Ports)
+	}
+	if n > 0 {
+		p.Ports = make([]ContainerPort, 0, n)
+	}
 	var names []string // port names, unique across the pod's containers (the API server's validation)
 	for ci, c := range spec.Containers {
 		for pi, cp := range c.Ports {
-			field := fmt.Sprintf("spec.containers[%d].ports[%d]", ci, pi)
-			if status == nil { // a workload's template: Pod objects have a status, even empty
-				field = "spec.template." + field
-			}
 			proto := l4.TCP
 			if cp.Protocol != "" {
 				var err error
 				if proto, err = l4.ParseProtocol(string(cp.Protocol)); err != nil {
-					r.Errorf(field+".protocol", "%v", err)
+					errorf(field(ci, pi, "protocol"), "%v", err)
 					continue
 				}
 			}
 			if cp.ContainerPort < 1 || cp.ContainerPort > 65535 {
-				r.Errorf(field+".containerPort", "must be 1-65535, got %d", cp.ContainerPort)
+				errorf(field(ci, pi, "containerPort"), "must be 1-65535, got %d", cp.ContainerPort)
 				continue
 			}
 			if cp.Name != "" {
 				if slices.Contains(names, cp.Name) {
-					r.Errorf(field+".name", "Duplicate value: %q", cp.Name)
+					errorf(field(ci, pi, "name"), "Duplicate value: %q", cp.Name)
 					continue
 				}
 				names = append(names, cp.Name)
 			}
 			p.Ports = append(p.Ports, ContainerPort{Name: cp.Name, Port: l4.Port{Proto: proto, Num: uint16(cp.ContainerPort)}})
 		}
+	}
+	if len(p.Ports) == 0 {
+		p.Ports = nil // as without ports
 	}
 	if status != nil {
 		for _, c := range status.Conditions {
@@ -305,7 +341,7 @@ func (b *builder) addPod(o source.Object, podLabels map[string]string, namespace
 		for i, pip := range ips {
 			ip, err := netip.ParseAddr(pip.IP)
 			if err != nil {
-				r.Errorf(fmt.Sprintf("status.podIPs[%d].ip", i), "not an IP address: %q", pip.IP)
+				errorf(fmt.Sprintf("status.podIPs[%d].ip", i), "not an IP address: %q", pip.IP)
 				continue
 			}
 			p.IPs = append(p.IPs, ip.Unmap())
@@ -416,10 +452,18 @@ func encode(h uint64, n int) string {
 	return string(out)
 }
 
-func hash64(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
+// hash64 is the 64-bit FNV-1a hash of the concatenation of parts, without
+// making it: names are hashed for every pod.
+func hash64(parts ...string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for _, s := range parts {
+		for i := 0; i < len(s); i++ {
+			h ^= uint64(s[i])
+			h *= prime
+		}
+	}
+	return h
 }
 
 func hash32(s string) uint32 {

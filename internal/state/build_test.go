@@ -291,3 +291,29 @@ func TestNodeHostnameLabel(t *testing.T) {
 		t.Errorf("nodes:\n  got  %q\n  want %q", got, want)
 	}
 }
+
+// TestDuplicatePods: a pod declared twice is an error on the second, and
+// so is one whose namespace and name, joined by a slash, are another's
+// (names with a slash are not valid, and were keyed by that join).
+func TestDuplicatePods(t *testing.T) {
+	objs := []source.Object{
+		namespace("a"), namespace("a/b"), namespace("x"),
+		pod("x", "web", "web", "198.18.0.1"),
+		pod("x", "web", "web", "198.18.0.2"),
+		pod("a/b", "c", "web", "198.18.0.3"),
+		pod("a", "b/c", "web", "198.18.0.4"),
+		pod("a", "b", "web", "198.18.0.5"),
+	}
+	_, diags := state.Build(objs, state.Options{})
+	var got []string
+	for _, d := range diags.Errors() {
+		got = append(got, d.Object+": "+d.Message)
+	}
+	want := []string{
+		"Pod x/web: declared twice (first at )",
+		"Pod a/b/c: declared twice (first at )",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

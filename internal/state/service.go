@@ -102,7 +102,7 @@ type pendingSlice struct {
 // its backends are resolved once every pod is known (resolveServices).
 func (b *builder) addService(o source.Object, v *corev1.Service) {
 	ns := b.namespace(defaultNS(v.Namespace))
-	if b.duplicate(o, "Service "+ns.Name+"/"+v.Name) {
+	if b.duplicate(o, declaredIn("Service", ns.Name, v.Name)) {
 		return
 	}
 	r := o.Reporter(&b.diags)
@@ -210,7 +210,7 @@ func servicePort(p corev1.ServicePort) (ServicePort, *fieldError) {
 // once every Service is known.
 func (b *builder) addEndpointSlice(o source.Object, v *discoveryv1.EndpointSlice) {
 	ns := defaultNS(v.Namespace)
-	if b.duplicate(o, "EndpointSlice "+ns+"/"+v.Name) {
+	if b.duplicate(o, declaredIn("EndpointSlice", ns, v.Name)) {
 		return
 	}
 	r := o.Reporter(&b.diags)

@@ -6,8 +6,10 @@
 package state
 
 import (
+	"cmp"
 	"net/netip"
-	"sort"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -170,9 +172,11 @@ func (c *Cluster) PodsIn(ns *Namespace) []*Pod {
 
 // index fills the lookup maps after the slices are final.
 func (c *Cluster) index() {
-	sort.Slice(c.Namespaces, func(i, j int) bool { return c.Namespaces[i].Name < c.Namespaces[j].Name })
-	sort.Slice(c.Nodes, func(i, j int) bool { return c.Nodes[i].Name < c.Nodes[j].Name })
-	sort.Slice(c.Pods, func(i, j int) bool { return c.Pods[i].Before(c.Pods[j]) })
+	slices.SortFunc(c.Namespaces, func(a, b *Namespace) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(c.Nodes, func(a, b *Node) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(c.Pods, func(a, b *Pod) int {
+		return cmp.Or(strings.Compare(a.Namespace.Name, b.Namespace.Name), strings.Compare(a.Name, b.Name))
+	})
 	for i, p := range c.Pods {
 		p.ID = int32(i)
 	}
@@ -184,14 +188,16 @@ func (c *Cluster) lookups() {
 	c.pods = make(map[string]int32, len(c.Pods))
 	c.podsByIP = make(map[netip.Addr]int32, len(c.Pods))
 	c.podsByNS = make(map[*Namespace]span, len(c.Namespaces))
-	for _, p := range c.Pods {
+	for i, p := range c.Pods {
 		c.pods[p.Key()] = p.ID
-		s, ok := c.podsByNS[p.Namespace]
-		if !ok {
-			s.first = p.ID
+		if i+1 == len(c.Pods) || c.Pods[i+1].Namespace != p.Namespace {
+			// The last of its namespace's pods, which are together.
+			first := i
+			for first > 0 && c.Pods[first-1].Namespace == p.Namespace {
+				first--
+			}
+			c.podsByNS[p.Namespace] = span{int32(first), int32(i + 1)}
 		}
-		s.end = p.ID + 1
-		c.podsByNS[p.Namespace] = s
 		if !p.HostNetwork {
 			for _, ip := range p.IPs {
 				c.podsByIP[ip] = p.ID
