@@ -84,5 +84,7 @@ func dnsCollectors(l DNSLearner) []prometheus.Collector {
 			func(s dnsproxy.Stats) uint64 { return s.Errors }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "netpol_dns_addresses", Help: "Addresses learned from DNS answers and not expired."},
 			func() float64 { return float64(l.Stats().Addresses) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "netpol_dns_names", Help: "Names and wildcards in the domainNames rules of this node's pods, whose answers teach."},
+			func() float64 { return float64(l.Stats().Names) }),
 	)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,15 +82,29 @@ func serve(addr string, h http.Handler) (func(), error) {
 	}, nil
 }
 
+// agentOptions are the flags of netpol agent. complete, validate and run
+// turn them into a running agent, as Kubernetes components do with their
+// options.
+type agentOptions struct {
+	cfg                               agent.Config
+	sources                           []string
+	anpShape, kubeconfig, kubeContext string
+	inCluster, once, elementsViaNft   bool
+	listen, auditLog                  string
+	reportStatus, dnsProxy            bool
+	dnsKernel                         dnsproxy.Kernel
+	dnsLimits                         dnsproxy.Limits
+	dnsServers                        []net.IP
+
+	source source.Options // made by complete
+}
+
+func newAgentOptions() *agentOptions {
+	return &agentOptions{reportStatus: true, dnsProxy: true, dnsKernel: dnsproxy.DefaultKernel, dnsLimits: dnsproxy.DefaultLimits}
+}
+
 func newAgent() *cobra.Command {
-	var cfg agent.Config
-	var sources []string
-	var anpShape, kubeconfig, kubeContext string
-	var inCluster, once, elementsViaNft bool
-	var listen, auditLog string
-	reportStatus := true
-	dnsProxy, dnsKernel, dnsLimits := true, dnsproxy.DefaultKernel, dnsproxy.DefaultLimits
-	var dnsServers []net.IP
+	o := newAgentOptions()
 	cmd := &cobra.Command{
 		Use:   "agent --node NAME (--source DIR | --kubeconfig FILE | --in-cluster)",
 		Short: "Enforce the policies for the pods of one node with nftables",
@@ -144,6 +159,19 @@ kernel logs through NFLOG group 100 with a rate limit per rule; repeats of a
 connection attempt within 10s are folded into one line ("repeats"), and at
 most 100 lines a second are written ("rateLimited" counts the rest).
 
+Domain names: an admin rule's domainNames allow the addresses that DNS
+answers gave the node's pods for those names. The agent holds each UDP
+answer of the cluster DNS (the cluster IPs of kube-system/kube-dns, or
+--dns-server) to a pod that such a rule governs until the addresses are in
+the rule's sets (timeout: the answer's TTL within --dns-min-ttl and
+--dns-max-ttl), so the first connection with the answer is allowed; the
+query itself meets the policies like any connection. Answers are diverted
+with TPROXY (table inet netpol-dns, port --dns-proxy-port, a routing rule on
+--dns-mark) only on nodes with such pods. If the agent dies, DNS keeps
+working (within 5 s), learned addresses stay until they expire, and new
+names are denied. Answers over TCP are not learned. deploy/README.md,
+"Domain names", has the details.
+
 Needs root (CAP_NET_ADMIN) and the nft binary; --dry-run needs neither
 netlink nor write access: it prints each transaction instead.`,
 		Example: `  netpol agent --node node-1 --source /etc/netpol/manifests
@@ -154,144 +182,42 @@ netlink nor write access: it prints each transaction instead.`,
   netpol agent --node node-1 --source manifests/ --audit-denies --audit-log /var/log/netpol/audit.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.Node == "" {
-				cfg.Node = os.Getenv("NODE_NAME")
+			if err := o.complete(); err != nil {
+				return err
 			}
-			if cfg.Node == "" {
-				return usageError{fmt.Errorf("--node is required (or set NODE_NAME)")}
+			if err := o.validate(); err != nil {
+				return err
 			}
-			shape, err := source.ParseANPShape(anpShape)
-			if err != nil {
-				return usageError{err}
-			}
-			opts := source.Options{ANPShape: shape}
-			for _, ip := range dnsServers {
-				a, _ := netip.AddrFromSlice(ip)
-				cfg.DNSServers = append(cfg.DNSServers, a.Unmap())
-			}
-			var rec record.EventRecorder // nil: no Events
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			cluster := inCluster || kubeconfig != "" || kubeContext != ""
-			switch {
-			case len(sources) > 0 && cluster:
-				return usageError{fmt.Errorf("read either manifests (--source) or a cluster (--kubeconfig, --context, --in-cluster), not both")}
-			case len(sources) > 0:
-				cfg.Input = &agent.Files{Paths: sources, Options: opts}
-			case cluster:
-				var rc *rest.Config
-				if inCluster {
-					rc, err = rest.InClusterConfig()
-				} else {
-					rc, err = restConfig(kubeconfig, kubeContext)
-				}
-				if err != nil {
-					return usageError{fmt.Errorf("no cluster: %w", err)}
-				}
-				// Events only where status is reported: a dry run or
-				// --report-status=false writes nothing to the cluster.
-				if reportStatus && !cfg.DryRun {
-					if rec, err = eventRecorder(ctx, rc, cfg.Node); err != nil {
-						return err
-					}
-				}
-				w, err := kube.NewWatchWithOptions(rc, kube.WatchOptions{Source: opts, Recorder: rec, Node: cfg.Node})
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "netpol agent: listing the cluster at %s...\n", rc.Host)
-				if err := w.Start(ctx); err != nil {
-					return err
-				}
-				cfg.Input = w
-				if dnsProxy && len(cfg.DNSServers) == 0 && !cfg.DryRun {
-					cfg.DNSServers = clusterDNSServers(ctx, rc)
-				}
-				if rec != nil {
-					if cfg.Reporter, err = statusWriter(rc, cfg.Node, w, rec); err != nil {
-						return err
-					}
-				}
-			default:
-				return usageError{fmt.Errorf("no input: give --source DIR, or a cluster with --kubeconfig, --context or --in-cluster")}
-			}
-			var iface knftables.Interface
-			if cfg.DryRun {
-				iface = knftables.NewFake(knftables.InetFamily, nft.TableName)
-			} else {
-				if iface, err = knftables.New(knftables.InetFamily, nft.TableName); err != nil {
-					return fmt.Errorf("nftables is not usable here: %w", err)
-				}
-				cfg.Conntrack = dataplane.Conntrack{}
-				cfg.Generation = dataplane.Generation
-				if dnsProxy {
-					p, err := startDNSProxy(ctx, cfg.Node, dnsKernel, dnsLimits, rec)
-					if err != nil {
-						return err
-					}
-					cfg.DNS = p
-				}
-				if auditLog != "off" {
-					closeAudit, err := startAudit(cmd, &cfg, auditLog)
-					if err != nil {
-						return err
-					}
-					defer closeAudit()
-				}
-			}
-			renderer := nft.New(iface)
-			if !cfg.DryRun && !elementsViaNft {
-				renderer.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
-			}
-			if !cfg.DryRun {
-				var uts unix.Utsname
-				release := "unknown"
-				if err := unix.Uname(&uts); err == nil {
-					release = unix.ByteSliceToString(uts.Release[:])
-				}
-				if nft.NeedsDeleteLater(release) {
-					klog.InfoS("Kernel before 6.2, or release unknown: chains and sets a change leaves unused are deleted in a later transaction", "release", release)
-					renderer.DeleteLater(true)
-				}
-			}
-			out := cmd.OutOrStdout()
-			a := agent.New(cfg, renderer, func(tx string) { fmt.Fprint(out, tx) })
-			if listen != "" {
-				stopServer, err := serve(listen, a.Handler())
-				if err != nil {
-					return err
-				}
-				defer stopServer()
-			}
-			if once {
-				return a.Pass(ctx)
-			}
-			return a.Run(ctx)
+			return o.run(cmd)
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&cfg.Node, "node", "", "the node whose pods to program (default: $NODE_NAME)")
-	fl.StringSliceVar(&sources, "source", nil, "manifest files or directories to watch; repeatable")
-	fl.StringVar(&kubeconfig, "kubeconfig", "", "watch the cluster of this kubeconfig")
-	fl.StringVar(&kubeContext, "context", "", "the kubeconfig context of the cluster to watch")
-	fl.BoolVar(&inCluster, "in-cluster", false, "watch the cluster this pod runs in (service account credentials)")
-	fl.DurationVar(&cfg.Interval, "interval", 500*time.Millisecond, "how often to look at the input for changes (a cluster watch also wakes the agent on every change)")
-	fl.DurationVar(&cfg.Resync, "resync", 5*time.Minute, "rewrite the whole table this often even when nothing changed (repairs what the drift check cannot see: a rule or element removed inside a chain or set); 0 turns it off")
-	fl.StringVar(&cfg.Status, "status", "", "file to rewrite with the agent's status (JSON) after every pass")
-	fl.BoolVar(&cfg.DryRun, "dry-run", false, "print each nftables transaction instead of applying it")
-	fl.BoolVar(&elementsViaNft, "elements-via-nft", false, "send every change through nft, set elements too (slower: by default elements, and the chains and sets a change leaves unused, go to the kernel in one netlink batch)")
-	fl.StringVar(&listen, "listen", "", "serve /metrics (Prometheus), /healthz and /readyz on this address without authentication: 127.0.0.1:9745 (the default in deploy/) keeps them on the node, NODE_IP:9745 on the node's network; to expose metrics beyond, put an authenticating proxy in front (deploy/README.md)")
-	fl.BoolVar(&reportStatus, "report-status", reportStatus, "in a cluster, write conditions on the admin policies, and Events for invalid ones and for admin policy kinds that discovery cannot tell")
-	fl.StringVar(&auditLog, "audit-log", "-", `where audit lines go: a file (appended to), "-" for stdout, or "off"`)
-	fl.BoolVar(&cfg.AuditDenies, "audit-denies", false, "log every denied connection, not only those of policies annotated netpol.io/audit")
-	fl.BoolVar(&dnsProxy, "dns-proxy", dnsProxy, "learn the addresses of domainNames rules from the DNS answers local pods receive, holding each answer until they are programmed; false: connections to domainNames are denied")
-	fl.IPSliceVar(&dnsServers, "dns-server", nil, "the DNS server addresses whose answers teach, as pods ask them (the cluster DNS Service's cluster IPs); default: those of the Service kube-system/kube-dns in the input")
-	fl.DurationVar(&dnsLimits.MinTTL, "dns-min-ttl", dnsLimits.MinTTL, "the least time a learned address stays programmed, whatever the answer's TTL")
-	fl.DurationVar(&dnsLimits.MaxTTL, "dns-max-ttl", dnsLimits.MaxTTL, "the most time a learned address stays programmed without a new answer")
-	fl.IntVar(&dnsLimits.MaxAddresses, "dns-max-addresses", dnsLimits.MaxAddresses, "the most addresses learned on this node at once; past it an answer teaches nothing new (metric netpol_dns_addresses_capped_total, a Warning Event DNSAddressCapReached)")
-	fl.Uint16Var(&dnsKernel.Port, "dns-proxy-port", dnsKernel.Port, "the node port that held DNS answers are diverted to (TPROXY; any address)")
-	fl.Uint32Var(&dnsKernel.Mark, "dns-mark", dnsKernel.Mark, "the packet mark bit that routes held DNS answers to the proxy; pick one that kube-proxy and the CNI leave alone")
-	fl.IntVar(&dnsKernel.RouteTable, "dns-route-table", dnsKernel.RouteTable, "the routing table that the mark's rule looks up (it holds one local default route)")
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *agentOptions) addFlags(fl *pflag.FlagSet) {
+	fl.StringVar(&o.cfg.Node, "node", "", "the node whose pods to program (default: $NODE_NAME)")
+	fl.StringSliceVar(&o.sources, "source", nil, "manifest files or directories to watch; repeatable")
+	fl.StringVar(&o.kubeconfig, "kubeconfig", "", "watch the cluster of this kubeconfig")
+	fl.StringVar(&o.kubeContext, "context", "", "the kubeconfig context of the cluster to watch")
+	fl.BoolVar(&o.inCluster, "in-cluster", false, "watch the cluster this pod runs in (service account credentials)")
+	fl.DurationVar(&o.cfg.Interval, "interval", 500*time.Millisecond, "how often to look at the input for changes (a cluster watch also wakes the agent on every change)")
+	fl.DurationVar(&o.cfg.Resync, "resync", 5*time.Minute, "rewrite the whole table this often even when nothing changed (repairs what the drift check cannot see: a rule or element removed inside a chain or set); 0 turns it off")
+	fl.StringVar(&o.cfg.Status, "status", "", "file to rewrite with the agent's status (JSON) after every pass")
+	fl.BoolVar(&o.cfg.DryRun, "dry-run", false, "print each nftables transaction instead of applying it")
+	fl.BoolVar(&o.elementsViaNft, "elements-via-nft", false, "send every change through nft, set elements too (slower: by default elements, and the chains and sets a change leaves unused, go to the kernel in one netlink batch)")
+	fl.StringVar(&o.listen, "listen", "", "serve /metrics (Prometheus), /healthz and /readyz on this address without authentication: 127.0.0.1:9745 (the default in deploy/) keeps them on the node, NODE_IP:9745 on the node's network; to expose metrics beyond, put an authenticating proxy in front (deploy/README.md)")
+	fl.BoolVar(&o.reportStatus, "report-status", o.reportStatus, "in a cluster, write conditions on the admin policies, and Events for invalid ones and for admin policy kinds that discovery cannot tell")
+	fl.StringVar(&o.auditLog, "audit-log", "-", `where audit lines go: a file (appended to), "-" for stdout, or "off"`)
+	fl.BoolVar(&o.cfg.AuditDenies, "audit-denies", false, "log every denied connection, not only those of policies annotated netpol.io/audit")
+	fl.BoolVar(&o.dnsProxy, "dns-proxy", o.dnsProxy, "learn the addresses of domainNames rules from the DNS answers local pods receive, holding each answer until they are programmed; false: connections to domainNames are denied")
+	fl.IPSliceVar(&o.dnsServers, "dns-server", nil, "the DNS server addresses whose answers teach, as pods ask them (the cluster DNS Service's cluster IPs); default: those of the Service kube-system/kube-dns in the input")
+	fl.DurationVar(&o.dnsLimits.MinTTL, "dns-min-ttl", o.dnsLimits.MinTTL, "the least time a learned address stays programmed, whatever the answer's TTL")
+	fl.DurationVar(&o.dnsLimits.MaxTTL, "dns-max-ttl", o.dnsLimits.MaxTTL, "the most time a learned address stays programmed without a new answer")
+	fl.IntVar(&o.dnsLimits.MaxAddresses, "dns-max-addresses", o.dnsLimits.MaxAddresses, "the most addresses learned on this node at once; past it an answer teaches nothing new (metric netpol_dns_addresses_capped_total, a Warning Event DNSAddressCapReached)")
+	fl.Uint16Var(&o.dnsKernel.Port, "dns-proxy-port", o.dnsKernel.Port, "the node port that held DNS answers are diverted to (TPROXY; any address)")
+	fl.Uint32Var(&o.dnsKernel.Mark, "dns-mark", o.dnsKernel.Mark, "the packet mark bit that routes held DNS answers to the proxy; pick one that kube-proxy and the CNI leave alone")
+	fl.IntVar(&o.dnsKernel.RouteTable, "dns-route-table", o.dnsKernel.RouteTable, "the routing table that the mark's rule looks up (it holds one local default route)")
 	// klog's verbosity, as every Kubernetes component spells it.
 	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -299,11 +225,171 @@ netlink nor write access: it prints each transaction instead.`,
 		fl.AddGoFlag(v)
 		fl.Lookup("v").Shorthand = "v"
 	}
-	fl.BoolVar(&once, "once", false, "program once and exit (exit 1 if that failed)")
-	fl.StringVar(&anpShape, "anp-shape", "auto", "AdminNetworkPolicy peer shape: auto, v0.1.7 or kep")
-	fl.BoolVar(&cfg.Pipeline.LegacyNamespaceIsolation, "legacy-namespace-isolation", false, "honour the v1beta1 namespace DefaultDeny annotation for ingress")
-	fl.IntVar(&cfg.Pipeline.ReplicaCap, "replica-cap", 0, "most pods modelled per workload (default 10)")
-	return cmd
+	fl.BoolVar(&o.once, "once", false, "program once and exit (exit 1 if that failed)")
+	fl.StringVar(&o.anpShape, "anp-shape", "auto", "AdminNetworkPolicy peer shape: auto, v0.1.7 or kep")
+	fl.BoolVar(&o.cfg.Pipeline.LegacyNamespaceIsolation, "legacy-namespace-isolation", false, "honour the v1beta1 namespace DefaultDeny annotation for ingress")
+	fl.IntVar(&o.cfg.Pipeline.ReplicaCap, "replica-cap", 0, "most pods modelled per workload (default 10)")
+}
+
+// complete fills in what the flags leave to the environment and reads
+// them into their types.
+func (o *agentOptions) complete() error {
+	if o.cfg.Node == "" {
+		o.cfg.Node = os.Getenv("NODE_NAME")
+	}
+	shape, err := source.ParseANPShape(o.anpShape)
+	if err != nil {
+		return usageError{err}
+	}
+	o.source = source.Options{ANPShape: shape}
+	for _, ip := range o.dnsServers {
+		a, _ := netip.AddrFromSlice(ip)
+		o.cfg.DNSServers = append(o.cfg.DNSServers, a.Unmap())
+	}
+	return nil
+}
+
+// cluster reports whether the input is a cluster's API server.
+func (o *agentOptions) cluster() bool {
+	return o.inCluster || o.kubeconfig != "" || o.kubeContext != ""
+}
+
+// validate refuses flags that contradict each other or leave no input.
+func (o *agentOptions) validate() error {
+	switch {
+	case o.cfg.Node == "":
+		return usageError{fmt.Errorf("--node is required (or set NODE_NAME)")}
+	case len(o.sources) > 0 && o.cluster():
+		return usageError{fmt.Errorf("read either manifests (--source) or a cluster (--kubeconfig, --context, --in-cluster), not both")}
+	case len(o.sources) == 0 && !o.cluster():
+		return usageError{fmt.Errorf("no input: give --source DIR, or a cluster with --kubeconfig, --context or --in-cluster")}
+	}
+	return nil
+}
+
+// run wires the input, the kernel and the agent, and runs it until a
+// signal (or once).
+func (o *agentOptions) run(cmd *cobra.Command) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rec, err := o.input(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	iface, closeKernel, err := o.kernel(ctx, cmd, rec)
+	if err != nil {
+		return err
+	}
+	defer closeKernel()
+	out := cmd.OutOrStdout()
+	a := agent.New(o.cfg, o.renderer(iface), func(tx string) { fmt.Fprint(out, tx) })
+	if o.listen != "" {
+		stopServer, err := serve(o.listen, a.Handler())
+		if err != nil {
+			return err
+		}
+		defer stopServer()
+	}
+	if o.once {
+		return a.Pass(ctx)
+	}
+	return a.Run(ctx)
+}
+
+// input sets the agent's input: the manifests, or a cluster's watch with
+// its status reporter. It returns the recorder of Events (nil: none).
+func (o *agentOptions) input(ctx context.Context, cmd *cobra.Command) (record.EventRecorder, error) {
+	if !o.cluster() {
+		o.cfg.Input = &agent.Files{Paths: o.sources, Options: o.source}
+		return nil, nil
+	}
+	var rc *rest.Config
+	var err error
+	if o.inCluster {
+		rc, err = rest.InClusterConfig()
+	} else {
+		rc, err = restConfig(o.kubeconfig, o.kubeContext)
+	}
+	if err != nil {
+		return nil, usageError{fmt.Errorf("no cluster: %w", err)}
+	}
+	// Events only where status is reported: a dry run or
+	// --report-status=false writes nothing to the cluster.
+	var rec record.EventRecorder
+	if o.reportStatus && !o.cfg.DryRun {
+		if rec, err = eventRecorder(ctx, rc, o.cfg.Node); err != nil {
+			return nil, err
+		}
+	}
+	w, err := kube.NewWatchWithOptions(rc, kube.WatchOptions{Source: o.source, Recorder: rec, Node: o.cfg.Node})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "netpol agent: listing the cluster at %s...\n", rc.Host)
+	if err := w.Start(ctx); err != nil {
+		return nil, err
+	}
+	o.cfg.Input = w
+	if o.dnsProxy && len(o.cfg.DNSServers) == 0 && !o.cfg.DryRun {
+		o.cfg.DNSServers = clusterDNSServers(ctx, rc)
+	}
+	if rec != nil {
+		if o.cfg.Reporter, err = statusWriter(rc, o.cfg.Node, w, rec); err != nil {
+			return nil, err
+		}
+	}
+	return rec, nil
+}
+
+// kernel returns the nftables interface to program through, and starts
+// what else works in the kernel (conntrack cuts, the DNS proxy, the audit
+// log); a dry run gets a fake and nothing else. The returned function
+// closes what was started.
+func (o *agentOptions) kernel(ctx context.Context, cmd *cobra.Command, rec record.EventRecorder) (knftables.Interface, func(), error) {
+	if o.cfg.DryRun {
+		return knftables.NewFake(knftables.InetFamily, nft.TableName), func() {}, nil
+	}
+	iface, err := knftables.New(knftables.InetFamily, nft.TableName)
+	if err != nil {
+		return nil, nil, fmt.Errorf("nftables is not usable here: %w", err)
+	}
+	o.cfg.Conntrack = dataplane.Conntrack{}
+	o.cfg.Generation = dataplane.Generation
+	if o.dnsProxy {
+		p, err := startDNSProxy(ctx, o.cfg.Node, o.dnsKernel, o.dnsLimits, rec)
+		if err != nil {
+			return nil, nil, err
+		}
+		o.cfg.DNS = p
+	}
+	closeAudit := func() {}
+	if o.auditLog != "off" {
+		if closeAudit, err = startAudit(cmd, &o.cfg, o.auditLog); err != nil {
+			return nil, nil, err
+		}
+	}
+	return iface, closeAudit, nil
+}
+
+// renderer returns the nftables renderer, set for this kernel.
+func (o *agentOptions) renderer(iface knftables.Interface) *nft.Renderer {
+	r := nft.New(iface)
+	if o.cfg.DryRun {
+		return r
+	}
+	if !o.elementsViaNft {
+		r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
+	}
+	var uts unix.Utsname
+	release := "unknown"
+	if err := unix.Uname(&uts); err == nil {
+		release = unix.ByteSliceToString(uts.Release[:])
+	}
+	if nft.NeedsDeleteLater(release) {
+		klog.InfoS("Kernel before 6.2, or release unknown: chains and sets a change leaves unused are deleted in a later transaction", "release", release)
+		r.DeleteLater(true)
+	}
+	return r
 }
 
 // clusterDNSServers reads the cluster IPs of the Service kube-system/

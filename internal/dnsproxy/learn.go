@@ -107,6 +107,7 @@ type Stats struct {
 	CapHits    uint64 // addresses not learned because MaxAddresses were
 	Errors     uint64 // kernel writes that failed: the answer went on, nothing was learned
 	Addresses  int    // addresses learned and not expired now
+	Names      int    // names and wildcards of the domainNames rules learned for
 }
 
 func newLearner(limits Limits, write func([]dataplane.Element) error) *learner {
@@ -131,6 +132,10 @@ func (l *learner) setTargets(sets []*compile.DomainSet) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.targets = targets
+	l.stats.Names = 0
+	for _, t := range targets {
+		l.stats.Names += len(t.patterns)
+	}
 	for k := range l.learned {
 		if !names[k.set] {
 			delete(l.learned, k)

@@ -126,8 +126,8 @@ func TestLearnerWritesTheAnswersAddressesIntoTheSetsThatNameThem(t *testing.T) {
 			t.Errorf("%s: wrote %q, want %q", s.name, got, s.want)
 		}
 	}
-	if st := l.Stats(); st.Answers != 7 || st.Learned != 5 || st.Addresses != 5 || st.Unreadable != 0 {
-		t.Errorf("stats %+v, want 7 answers, 5 learned, 5 addresses", st)
+	if st := l.Stats(); st.Answers != 7 || st.Learned != 5 || st.Addresses != 5 || st.Unreadable != 0 || st.Names != 3 {
+		t.Errorf("stats %+v, want 7 answers, 5 learned, 5 addresses, 3 names", st)
 	}
 	if got := l.NamesOf(netip.MustParseAddr("198.18.7.1")); !slices.Equal(got, []string{"api.example.com"}) {
 		t.Errorf("names of 198.18.7.1: %q, want api.example.com", got)
