@@ -71,7 +71,8 @@ func BenchmarkElementsPeers(b *testing.B) {
 						b.Fatal(err)
 					}
 					if err := c.Flush(); err != nil {
-						b.Fatal(err)
+						// What the library cannot do is the result here.
+						b.Skipf("github.com/google/nftables cannot send %d interval elements in one transaction: %v", n, err)
 					}
 					if err := c.SetDeleteElements(s, elems); err != nil {
 						b.Fatal(err)
