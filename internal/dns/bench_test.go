@@ -45,4 +45,3 @@ func peerAnswer(b *testing.B) []byte {
 	}
 	return msg
 }
-
