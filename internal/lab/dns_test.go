@@ -156,10 +156,7 @@ func TestLabDomainNames(t *testing.T) {
 		}
 		return string(out)
 	}
-	waitFor(t, "node-1's proxy diverts the client's answers", func() bool {
-		out, _ := exec.Command("ip", "netns", "exec", node1.Namespace, "nft", "list", "set", "inet", "netpol-dns", "clients-4").CombinedOutput()
-		return strings.Contains(string(out), "198.18.1.1")
-	})
+	waitFor(t, "node-1's proxy diverts the client's answers", func() bool { return diverting(l) })
 	// node-2 has no pod that a domainNames rule governs: nothing is set
 	// up there.
 	if out, err := exec.Command("ip", "netns", "exec", l.Nodes[1].Namespace, "sh", "-c",
@@ -284,6 +281,13 @@ func TestLabDomainNames(t *testing.T) {
 	})
 }
 
+// diverting reports whether node-1's DNS proxy holds the answers to
+// domainLab's client: its divert table lists the pod.
+func diverting(l *lab.Lab) bool {
+	out, _ := exec.Command("ip", "netns", "exec", l.Nodes[0].Namespace, "nft", "list", "set", "inet", "netpol-dns", "clients-4").CombinedOutput()
+	return strings.Contains(string(out), "198.18.1.1")
+}
+
 // TestLabDomainNamesFirstConnection: 1,000 times, the learned addresses
 // are flushed from node-1's domain sets, the client resolves a name it
 // never asked for before and connects at once to the answer: the first
@@ -293,10 +297,7 @@ func TestLabDomainNamesFirstConnection(t *testing.T) {
 	requireLab(t)
 	l := upLab(t, labName("dnr"), domainLab)
 	client, node1 := l.Pods[slices.IndexFunc(l.Pods, func(p lab.Pod) bool { return p.Key == "app/client" })], l.Nodes[0]
-	waitFor(t, "node-1's proxy diverts the client's answers", func() bool {
-		out, _ := exec.Command("ip", "netns", "exec", node1.Namespace, "nft", "list", "set", "inet", "netpol-dns", "clients-4").CombinedOutput()
-		return strings.Contains(string(out), "198.18.1.1")
-	})
+	waitFor(t, "node-1's proxy diverts the client's answers", func() bool { return diverting(l) })
 	out, err := exec.Command("ip", "netns", "exec", node1.Namespace, "nft", "-j", "list", "sets", "inet").CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -374,15 +375,7 @@ func BenchmarkLabDNSProxyHold(b *testing.B) {
 	if err := l.WaitProgrammed(context.Background(), 20*time.Second); err != nil {
 		b.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		out, _ := exec.Command("ip", "netns", "exec", l.Nodes[0].Namespace, "nft", "list", "set", "inet", "netpol-dns", "clients-4").CombinedOutput()
-		if strings.Contains(string(out), "198.18.1.1") {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("node-1's proxy does not divert the client's answers")
-		}
-	}
+	waitFor(b, "node-1's proxy diverts the client's answers", func() bool { return diverting(l) })
 	pod := func(key string) lab.Pod {
 		return l.Pods[slices.IndexFunc(l.Pods, func(p lab.Pod) bool { return p.Key == key })]
 	}

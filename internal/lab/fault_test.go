@@ -216,7 +216,7 @@ func TestLabFaultCutHoldsWhenServerSpeaksFirst(t *testing.T) {
 
 // waitFor polls cond for up to 10 s: a bound on a hang, not a timing
 // assertion.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if cond() {
