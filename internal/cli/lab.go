@@ -118,7 +118,7 @@ func newLabUp(name *string) *cobra.Command {
 
 func newLabProbe(name *string) *cobra.Command {
 	var ports, output string
-	var services bool
+	var services, names bool
 	cmd := &cobra.Command{
 		Use:   "probe",
 		Short: "Connect every pod pair on every port and compare with netpol matrix",
@@ -135,10 +135,21 @@ round-robin, so that a pod's connections in a row reach each backend once;
 the backend names itself, and each backend is compared with netpol explain
 --to svc/NAMESPACE/NAME. A pod that is a backend of the Service is probed
 too, but its connection to itself (hairpin) is not compared: upstream
-leaves what policy does to it undefined.`,
+leaves what policy does to it undefined.
+
+With --names every pod resolves every name of the lab's DNS zone (a
+ConfigMap kube-system/lab-dns, served by the backends of kube-system/kube-dns;
+a wildcard as one name below it) through the kube-dns Service, as a pod's
+resolver does, and connects to the answer on the ports its pod serves: the
+agents learn the addresses of domainNames rules from those answers. Each
+connection is compared with netpol explain --to ADDRESS --resolved-as NAMES,
+NAMES being the names the address was an answer for in this probe. (A
+learned address stays allowed until its TTL expires, so a pod-pair probe
+right after may see it allowed where the model, without names, denies.)`,
 		Example: `  sudo netpol lab probe
   sudo netpol lab probe --ports 80/tcp,53/udp -o json
-  sudo netpol lab probe --services`,
+  sudo netpol lab probe --services
+  sudo netpol lab probe --names`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := lab.Load(*name)
@@ -159,8 +170,14 @@ leaves what policy does to it undefined.`,
 			if err != nil {
 				return err
 			}
+			if services && names {
+				return usageError{fmt.Errorf("--services and --names probe apart: give one")}
+			}
 			if services {
 				return probeServices(cmd, l, e, list, output)
+			}
+			if names {
+				return probeNames(cmd, l, e, list, output)
 			}
 			update, stop := probeProgress(cmd, "probing")
 			cells := l.ProbeAll(cmd.Context(), list, update)
@@ -189,6 +206,7 @@ leaves what policy does to it undefined.`,
 	}
 	cmd.Flags().StringVar(&ports, "ports", "", "only these ports, e.g. 80/tcp,53/udp (default: every served port); with --services, Service ports")
 	cmd.Flags().BoolVar(&services, "services", false, "connect to Service addresses, translated to backends as kube-proxy does, and compare per backend")
+	cmd.Flags().BoolVar(&names, "names", false, "resolve the names of the lab's DNS zone from every pod and connect to the answers, comparing with explain --resolved-as")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
 }

@@ -2,6 +2,7 @@ package lab_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -279,6 +280,40 @@ func TestLabDomainNames(t *testing.T) {
 		a, err := l.Resolve(client, "late.allowed.test", v4)
 		return err == nil && len(a) == 1 && connect(client, a[0])
 	})
+
+	// The command: every pod resolves every name of the zone and connects,
+	// compared with explain --resolved-as.
+	out, err := exec.Command(netpolBinary, "lab", "probe", "--names", "--name", l.Name, "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("lab probe --names: %v: %s", err, out)
+	}
+	var probe struct {
+		Connections        []struct{ From, Name, Addr, To, Port, Kernel, Predicted string }
+		Probed, Mismatches int
+	}
+	if err := json.Unmarshal(out, &probe); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var rows []string
+	for _, c := range probe.Connections {
+		if c.From == "app/client" {
+			rows = append(rows, strings.Join([]string{c.Name, c.Addr, c.To, c.Port, c.Kernel, c.Predicted}, " "))
+		}
+	}
+	wantRows := []string{
+		"api.other.test 198.18.3.2 ext/denied 443/tcp denied denied",
+		"api.other.test fd00:198:18:3::2 ext/denied 443/tcp denied denied",
+		"late.allowed.test 198.18.3.3 ext/late 443/tcp allowed allowed",
+		"probe.allowed.test 198.18.3.1 ext/allowed 443/tcp allowed allowed",
+		"probe.allowed.test fd00:198:18:3::1 ext/allowed 443/tcp allowed allowed",
+	}
+	slices.Sort(rows)
+	// 5 pods resolve (the DNS pod does not), each the 3 names in its
+	// families; late.allowed.test has no AAAA record.
+	if !slices.Equal(rows, wantRows) || probe.Mismatches != 0 || probe.Probed != 5*5 {
+		t.Errorf("lab probe --names: %d probed, %d mismatches; the client's rows\n%s\nwant 25, 0 and\n%s",
+			probe.Probed, probe.Mismatches, strings.Join(rows, "\n"), strings.Join(wantRows, "\n"))
+	}
 }
 
 // diverting reports whether node-1's DNS proxy holds the answers to

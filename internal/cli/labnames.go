@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/lab"
+)
+
+// nameProbeRow is one connection to a name as printed.
+type nameProbeRow struct {
+	From      string `json:"from"`
+	Name      string `json:"name"`
+	Addr      string `json:"addr"`
+	To        string `json:"to"`
+	Port      string `json:"port"`
+	Kernel    string `json:"kernel"`
+	Predicted string `json:"predicted"`
+	Mismatch  bool   `json:"mismatch,omitempty"`
+}
+
+// probeNames has every pod resolve every name of the lab's DNS zone and
+// connect to the answer (lab.ProbeNames), and compares each connection with
+// netpol explain --to ADDRESS --resolved-as NAMES, where NAMES are the
+// names the address was an answer for so far: in the kernel, an address an
+// answer taught stays allowed by a rule naming it until the TTL expires.
+func probeNames(cmd *cobra.Command, l *lab.Lab, e *engine.Engine, ports []l4.Port, output string) error {
+	if output != "text" && output != "json" {
+		return usageError{fmt.Errorf("--output %q: want text or json", output)}
+	}
+	if len(l.Zone) == 0 {
+		return usageError{fmt.Errorf("lab %s has no DNS zone: give the manifests a ConfigMap kube-system/lab-dns and a Service kube-system/kube-dns", l.Name)}
+	}
+	cells := l.ProbeNames(ports)
+	learned := map[string][]string{} // address -> names it was an answer for
+	rows := make([]nameProbeRow, 0, len(cells))
+	bad := 0
+	for _, c := range cells {
+		r := nameProbeRow{From: c.From, Name: c.Name, To: c.To, Port: c.Port.String(), Kernel: verdictWord(c.Observed, c.Err)}
+		if c.Err != nil {
+			r.Predicted, r.Mismatch = "not compared", true
+			bad++
+			rows = append(rows, r)
+			continue
+		}
+		r.Addr = c.Addr.String()
+		if !slices.Contains(learned[r.Addr], c.Name) {
+			learned[r.Addr] = append(learned[r.Addr], c.Name)
+		}
+		src, _ := e.Endpoint(c.From)
+		dst, _ := e.Endpoint(r.Addr)
+		dst, err := dst.ResolvedAs(learned[r.Addr])
+		if err != nil {
+			return err
+		}
+		predicted := e.Allowed(engineFlow(src, dst, c.Port))
+		r.Predicted = verdictWord(predicted, nil)
+		if predicted != c.Observed {
+			r.Mismatch = true
+			bad++
+		}
+		rows = append(rows, r)
+	}
+	if err := writeNameProbe(cmd.OutOrStdout(), output, rows, bad); err != nil {
+		return err
+	}
+	if bad > 0 {
+		return errSilent{fmt.Errorf("%d mismatches", bad)}
+	}
+	return nil
+}
+
+func writeNameProbe(w io.Writer, output string, rows []nameProbeRow, bad int) error {
+	if output == "json" {
+		return writeJSON(w, map[string]any{"connections": rows, "probed": len(rows), "mismatches": bad})
+	}
+	writeProbeTable(w, []string{"FROM", "NAME", "ADDRESS", "POD", "PORT", "KERNEL", "PREDICTED"}, len(rows), func(i int) ([]string, bool) {
+		r := rows[i]
+		return []string{r.From, r.Name, r.Addr, r.To, r.Port, r.Kernel, r.Predicted}, r.Mismatch
+	})
+	fmt.Fprintf(w, "\n%d connections to names probed, %d mismatches\n", len(rows), bad)
+	return nil
+}
