@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -56,25 +55,16 @@ Output formats:
 				return err
 			}
 			w := cmd.OutOrStdout()
-			if output == "security-groups" {
-				groups, err := secgroups.Render(e, node)
-				if err != nil {
-					return err
-				}
-				return writeJSON(w, groups)
-			}
 			ir := compile.Node(e, node)
+			if output == "security-groups" {
+				return secgroups.JSON{}.Render(w, ir) // groups have no staged policies to log
+			}
 			compile.AddStaged(ir, e) // what the agent programs: log-only tables of staged policies too
 			switch output {
 			case "json":
 				return writeJSON(w, ir)
 			case "nft":
-				text, err := nft.Ruleset(ir)
-				if err != nil {
-					return fmt.Errorf("rendering nftables: %w", err)
-				}
-				_, err = io.WriteString(w, text)
-				return err
+				return nft.Text{}.Render(w, ir)
 			}
 			return compile.WriteText(w, ir)
 		},

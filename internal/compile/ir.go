@@ -8,6 +8,7 @@
 package compile
 
 import (
+	"io"
 	"net/netip"
 
 	"github.com/netpol/netpol/internal/l4"
@@ -142,4 +143,13 @@ type EndpointSet struct {
 type Endpoint struct {
 	IP   netip.Addr `json:"ip"`
 	Port l4.Port    `json:"-"`
+}
+
+// Renderer writes one node's IR in the terms of a network stack: the
+// Renderer API of seeds/contiv-vpp-policy-plugin.txt, whose renderers all
+// take the same per-pod rule tables, each responsible for its own stack.
+// nft.Text writes the nftables ruleset (nft.Renderer programs a kernel with
+// it and keeps it in step); secgroups.JSON writes Neutron security groups.
+type Renderer interface {
+	Render(w io.Writer, ir *IR) error
 }

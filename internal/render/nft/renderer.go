@@ -3,6 +3,7 @@ package nft
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -240,6 +241,22 @@ func Ruleset(ir *compile.IR) (string, error) {
 		return "", err
 	}
 	return fake.Dump(), nil
+}
+
+// Text writes an IR as the nftables ruleset that Ruleset returns
+// (compile.Renderer).
+type Text struct{}
+
+var _ compile.Renderer = Text{}
+
+// Render writes the ruleset of ir to w.
+func (Text) Render(w io.Writer, ir *compile.IR) error {
+	text, err := Ruleset(ir)
+	if err != nil {
+		return fmt.Errorf("rendering nftables: %w", err)
+	}
+	_, err = io.WriteString(w, text)
+	return err
 }
 
 // reconcile replaces whatever the kernel holds in netpol's table with want,

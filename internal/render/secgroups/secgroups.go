@@ -1,34 +1,39 @@
-// Package secgroups renders policies as OpenStack Neutron security groups,
-// the way seeds/kuryr-network-policy-spec.txt maps NetworkPolicy onto them:
-// one group per policy, its rules the product of peers and ports, CIDR
-// exceptions split into covering CIDRs, named ports resolved, selector peers
-// as remote groups. It shows that the engine's decisions serve a dataplane
-// other than nftables. It imports engine, compile (for CIDR arithmetic),
-// policy and state.
+// Package secgroups renders one node's IR (package compile) as OpenStack
+// Neutron security groups, the way seeds/kuryr-network-policy-spec.txt maps
+// policies onto them: one group per policy and direction, its rules the
+// product of peers and ports. It takes the IR that the nftables renderer
+// takes (compile.Renderer), so the same decisions reach both dataplanes:
+// CIDR exceptions are already subtracted, named ports already resolved.
+// Where Kuryr writes a selector peer as a remote group, this renderer
+// writes the addresses of its pods (remote_ip_prefix): a remote group's
+// members include pods of other nodes, which one node's IR does not know.
+// It imports compile, l4 and policy.
 package secgroups
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/netip"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/netpol/netpol/internal/compile"
-	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/policy"
-	"github.com/netpol/netpol/internal/state"
 )
 
 // Limits says what security groups cannot express; it is part of the help.
 const Limits = `Security groups (-o security-groups) can only allow: a port with groups
 accepts the union of their rules and drops the rest. So they express
 NetworkPolicy and admin/baseline rules that Allow (an admin Allow joins the
-union of the pod's allows), but not Deny or Pass, nor an order between rules:
-input with a Deny or Pass rule is refused, naming the rules. A port with
-groups gets allow-all-<direction> for each direction no policy isolates (a
-pod that is only a remote group's member gets both), as Kuryr keeps the
-default group on every port; with --node, the ports are the node's pods.`
+union of the pod's allows), but not Deny or Pass, nor an order between rules,
+nor domainNames (their addresses are learned at run time): input with such a
+rule is refused, naming it. A selector peer is written as its pods'
+addresses. A pod that a policy isolates in one direction gets
+allow-all-<direction> for the other, as Kuryr keeps the default group on
+every port; a pod that no policy isolates gets no group. The ports are the
+node's pods.`
 
 // Output is the groups and which pod (Neutron port) belongs to which group.
 type Output struct {
@@ -43,8 +48,8 @@ type Group struct {
 	Rules       []*Rule `json:"rules"`
 }
 
-// Rule is a Neutron security group rule. Exactly one of RemoteIPPrefix and
-// RemoteGroup is set, or neither (any peer).
+// Rule is a Neutron security group rule; without RemoteIPPrefix it allows
+// any peer.
 type Rule struct {
 	Direction      string `json:"direction"` // ingress or egress
 	Ethertype      string `json:"ethertype"` // IPv4 or IPv6
@@ -52,7 +57,6 @@ type Rule struct {
 	PortRangeMin   int    `json:"port_range_min,omitempty"`
 	PortRangeMax   int    `json:"port_range_max,omitempty"`
 	RemoteIPPrefix string `json:"remote_ip_prefix,omitempty"`
-	RemoteGroup    string `json:"remote_group,omitempty"`
 }
 
 // Port is a pod's Neutron port with its groups.
@@ -62,68 +66,132 @@ type Port struct {
 	Groups []string `json:"security_groups"`
 }
 
-// Render maps every policy of e onto security groups, or refuses input that
-// groups cannot express. With a node, the ports are those of the node's
-// pods (what its agent would program), with every group they use; "" is
-// the whole cluster.
-func Render(e *engine.Engine, node string) (*Output, error) {
-	var refused []string
-	for _, p := range e.Policies().Policies() {
-		for _, d := range policy.Directions {
-			for _, r := range p.Rules[d] {
-				if r.Action != policy.Allow {
-					refused = append(refused, fmt.Sprintf("%s %s (%s)", p.Ref, r.Label(), r.Action))
-				}
-			}
-		}
+// JSON renders an IR as security groups in JSON (compile.Renderer).
+type JSON struct{}
+
+var _ compile.Renderer = JSON{}
+
+// Render writes the security groups of ir to w.
+func (JSON) Render(w io.Writer, ir *compile.IR) error {
+	out, err := Render(ir)
+	if err != nil {
+		return err
 	}
-	if len(refused) > 0 {
-		return nil, fmt.Errorf("security groups can only allow; these rules deny or pass:\n  %s", strings.Join(refused, "\n  "))
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// Render maps the tables of ir onto security groups, or refuses an IR
+// that groups cannot express.
+func Render(ir *compile.IR) (*Output, error) {
+	if err := refuse(ir); err != nil {
+		return nil, err
 	}
-	r := &renderer{groups: map[string]*Group{}, members: map[string]map[string]bool{}}
-	for _, pod := range e.Cluster().Pods {
-		if pod.HostNetwork || len(pod.IPs) == 0 {
-			continue
-		}
-		r.pod(e, pod)
+	r := renderer{ir: ir, groups: map[string]*Group{}, tables: map[string]*compile.Table{},
+		sets: map[string]*compile.AddrSet{}, endpoints: map[string]*compile.EndpointSet{}}
+	for _, t := range ir.Tables {
+		r.tables[t.Name] = t
+	}
+	for _, s := range ir.Sets {
+		r.sets[s.Name] = s
+	}
+	for _, s := range ir.EndpointSets {
+		r.endpoints[s.Name] = s
 	}
 	out := &Output{}
-	used := map[string]bool{}
-	for _, pod := range e.Cluster().Pods {
-		groups := r.members[pod.Key()]
-		if len(groups) == 0 || node != "" && pod.Node != node {
-			continue
+	for _, p := range ir.Pods {
+		dirs := map[policy.Direction]*compile.Table{policy.Ingress: r.tables[p.Ingress], policy.Egress: r.tables[p.Egress]}
+		if !isolating(dirs[policy.Ingress]) && !isolating(dirs[policy.Egress]) {
+			continue // no group: Neutron's port keeps allowing everything
 		}
-		// A port with groups allows only what they allow: a direction
-		// that no policy isolates keeps allowing everything, as the
-		// default group that Kuryr keeps on every port does.
+		var groups []string
 		for _, d := range policy.Directions {
-			if !isolated(e.Program(pod, d)) {
-				r.join(pod.Key(), r.allowAll(d))
+			if t := dirs[d]; isolating(t) {
+				groups = append(groups, r.policyGroups(t, d)...)
+			} else {
+				groups = append(groups, r.allowAll(d))
 			}
 		}
-		for g := range groups {
-			used[g] = true
-		}
-		port := Port{Pod: pod.Key(), Groups: sortedKeys(groups)}
-		for _, ip := range pod.IPs {
+		slices.Sort(groups)
+		port := Port{Pod: p.Pod, Groups: slices.Compact(groups)}
+		for _, ip := range p.IPs {
 			port.IPs = append(port.IPs, ip.String())
 		}
 		out.Ports = append(out.Ports, port)
 	}
-	for name := range used {
-		for _, rule := range r.groups[name].Rules {
-			if rule.RemoteGroup != "" {
-				used[rule.RemoteGroup] = true // a rule names it: it must exist
+	for _, name := range sortedKeys(r.groups) {
+		out.Groups = append(out.Groups, r.groups[name])
+	}
+	return out, nil
+}
+
+// refuse names the rules that groups cannot express: any that does not
+// allow, or that allows domainNames.
+func refuse(ir *compile.IR) error {
+	var refused []string
+	seen := map[string]bool{}
+	for _, t := range ir.Tables {
+		if t.LogOnly {
+			continue // staged policies: enforced nowhere
+		}
+		for _, r := range t.Rules {
+			why := ""
+			switch {
+			case r.Action == compile.Drop:
+				why = "Deny"
+			case r.Action == compile.Pass || r.Action == compile.EndTier:
+				why = "Pass"
+			case r.Domains != "":
+				why = "domainNames"
+			}
+			if line := fmt.Sprintf("%s (%s)", r.From, why); why != "" && !seen[line] {
+				seen[line] = true
+				refused = append(refused, line)
 			}
 		}
 	}
-	for _, name := range sortedKeys(r.groups) {
-		if used[name] {
-			out.Groups = append(out.Groups, r.groups[name])
-		}
+	if len(refused) > 0 {
+		slices.Sort(refused)
+		return fmt.Errorf("security groups can only allow addresses they know; these rules deny, pass or name domains:\n  %s", strings.Join(refused, "\n  "))
 	}
-	return out, nil
+	return nil
+}
+
+// isolating reports whether t denies what its rules do not allow: a
+// NetworkPolicy (or the namespace) isolates its pods.
+func isolating(t *compile.Table) bool { return t != nil && t.Default == compile.Drop }
+
+type renderer struct {
+	ir        *compile.IR
+	groups    map[string]*Group
+	tables    map[string]*compile.Table
+	sets      map[string]*compile.AddrSet
+	endpoints map[string]*compile.EndpointSet
+}
+
+// policyGroups makes the groups of the policies whose rules t holds, one a
+// policy, and returns their names.
+func (r *renderer) policyGroups(t *compile.Table, d policy.Direction) []string {
+	byPolicy := map[policy.Ref][]*Rule{}
+	var order []policy.Ref
+	for _, rule := range t.Rules {
+		ref := rule.From.Policy
+		if _, ok := byPolicy[ref]; !ok {
+			order = append(order, ref)
+		}
+		byPolicy[ref] = append(byPolicy[ref], r.rules(rule, d)...)
+	}
+	var names []string
+	for _, ref := range order {
+		rules := byPolicy[ref]
+		name := groupName(ref, d, rules)
+		if r.groups[name] == nil {
+			r.groups[name] = &Group{Name: name, Description: fmt.Sprintf("%s, %s rules", ref, d), Rules: rules}
+		}
+		names = append(names, name)
+	}
+	return names
 }
 
 // allowAll returns the group that allows everything in direction d.
@@ -139,160 +207,58 @@ func (r *renderer) allowAll(d policy.Direction) string {
 	return name
 }
 
-type renderer struct {
-	groups  map[string]*Group
-	members map[string]map[string]bool // pod -> groups
-}
-
-func (r *renderer) join(pod, group string) {
-	if r.members[pod] == nil {
-		r.members[pod] = map[string]bool{}
-	}
-	r.members[pod][group] = true
-}
-
-// pod gives a pod the groups of the policies that decide its traffic. A
-// policy's group is shared by its pods unless their named ports resolve
-// differently, which splits it.
-func (r *renderer) pod(e *engine.Engine, pod *state.Pod) {
-	var progs [2]engine.Program
-	some := false
-	for _, d := range policy.Directions {
-		progs[d] = e.Program(pod, d)
-		some = some || isolated(progs[d])
-	}
-	if !some {
-		return // no group: Neutron's port keeps allowing everything
-	}
-	for _, d := range policy.Directions {
-		if !isolated(progs[d]) {
-			continue // allow-all-<d>, given in Render to every port with groups
-		}
-		byPolicy := map[*policy.Policy][]engine.AppliedRule{}
-		var order []*policy.Policy
-		for _, tp := range progs[d].Tiers { // the walk ends at the isolating tier: only allows (Render refused the rest)
-			for _, ar := range tp.Rules {
-				if byPolicy[ar.Policy] == nil {
-					order = append(order, ar.Policy)
-				}
-				byPolicy[ar.Policy] = append(byPolicy[ar.Policy], ar)
-			}
-		}
-		for _, p := range order {
-			var rules []*Rule
-			for _, ar := range byPolicy[p] {
-				rules = append(rules, r.rules(pod, d, ar)...)
-			}
-			name := groupName(p, d, rules)
-			if r.groups[name] == nil {
-				r.groups[name] = &Group{Name: name, Description: fmt.Sprintf("%s, %s rules", p.Ref, d), Rules: rules}
-			}
-			r.join(pod.Key(), name)
-		}
-	}
-}
-
-// isolated reports whether a NetworkPolicy (or the namespace) isolates the
-// pod in prog's direction: what no rule allows is then denied.
-func isolated(prog engine.Program) bool {
-	rest, _ := prog.Rest()
-	return rest == engine.Deny
-}
-
-// rules is the product of a rule's peers and ports, in one direction.
-func (r *renderer) rules(subject *state.Pod, dir policy.Direction, ar engine.AppliedRule) []*Rule {
-	type remote struct {
-		prefix, group string
-		pods          []*state.Pod // for named ports resolved at the peer
-	}
-	var remotes []remote
-	if ar.Rule.AllPeers {
-		remotes = append(remotes, remote{})
-	}
-	for _, peer := range ar.Peers {
-		switch peer.Kind {
-		case policy.PeerPods:
-			group := "peer-" + shortName(peer.Key)
-			if r.groups[group] == nil {
-				r.groups[group] = &Group{Name: group, Description: "remote group: " + peer.Key}
-			}
-			members := peer.Pods()
-			for _, p := range members {
-				r.join(p.Key(), group)
-			}
-			remotes = append(remotes, remote{group: group, pods: members})
-		case policy.PeerIPBlock:
-			for _, p := range compile.Subtract(peer.Block.CIDR, peer.Block.Except) {
-				remotes = append(remotes, remote{prefix: p.String()})
-			}
-		case policy.PeerNodes:
-			for _, n := range peer.Nodes() {
-				for _, ip := range n.IPs {
-					remotes = append(remotes, remote{prefix: netip.PrefixFrom(ip, ip.BitLen()).String()})
-				}
-			}
-		}
-	}
+// rules is the product of an IR rule's peers and ports, in one direction.
+func (r *renderer) rules(rule compile.Rule, d policy.Direction) []*Rule {
 	var out []*Rule
-	for _, rem := range remotes {
-		if ar.Rule.AllPorts {
-			for _, eth := range ethertypes(rem.prefix) {
-				out = append(out, &Rule{Direction: dir.String(), Ethertype: eth, RemoteIPPrefix: rem.prefix, RemoteGroup: rem.group})
-			}
-			continue
+	add := func(prefix netip.Prefix, ranges []l4.Range) {
+		eths := []string{"IPv4", "IPv6"}
+		remote := ""
+		if prefix.IsValid() {
+			remote, eths = prefix.String(), []string{ethertype(prefix.Addr())}
 		}
-		for _, pm := range ar.Rule.Ports {
-			for _, rg := range resolve(pm, subject, dir, rem.pods) {
-				for _, eth := range ethertypes(rem.prefix) {
-					out = append(out, &Rule{Direction: dir.String(), Ethertype: eth, Protocol: strings.ToLower(rg.Proto.String()),
-						PortRangeMin: int(rg.First), PortRangeMax: int(rg.Last), RemoteIPPrefix: rem.prefix, RemoteGroup: rem.group})
-				}
+		if len(ranges) == 0 {
+			for _, eth := range eths {
+				out = append(out, &Rule{Direction: d.String(), Ethertype: eth, RemoteIPPrefix: remote})
+			}
+			return
+		}
+		for _, rg := range ranges {
+			for _, eth := range eths {
+				out = append(out, &Rule{Direction: d.String(), Ethertype: eth, Protocol: strings.ToLower(rg.Proto.String()),
+					PortRangeMin: int(rg.First), PortRangeMax: int(rg.Last), RemoteIPPrefix: remote})
 			}
 		}
+	}
+	switch {
+	case rule.Endpoints != "": // named ports resolved per destination pod
+		for _, e := range r.endpoints[rule.Endpoints].Elements {
+			add(netip.PrefixFrom(e.IP, e.IP.BitLen()), []l4.Range{{Proto: e.Port.Proto, First: e.Port.Num, Last: e.Port.Num}})
+		}
+	case rule.Peer != "":
+		for _, p := range r.sets[rule.Peer].Prefixes {
+			add(p, rule.Ports)
+		}
+	default:
+		add(netip.Prefix{}, rule.Ports)
 	}
 	return out
 }
 
-// resolve turns a port clause into ranges: a named port against the subject
-// (ingress: it is the destination) or against every destination pod of the
-// peer (egress; numbers may differ per pod, so the rule is slightly wider).
-func resolve(pm policy.PortMatch, subject *state.Pod, dir policy.Direction, peers []*state.Pod) []l4.Range {
-	if pm.Named == "" {
-		return []l4.Range{pm.Range}
+func ethertype(a netip.Addr) string {
+	if a.Is4() {
+		return "IPv4"
 	}
-	dsts := []*state.Pod{subject}
-	if dir == policy.Egress {
-		dsts = peers
-	}
-	seen := map[l4.Port]bool{}
-	var out []l4.Range
-	for _, p := range dsts {
-		if port, ok := p.NamedPort(pm.Named, pm.NamedProto); ok && !seen[port] {
-			seen[port] = true
-			out = append(out, l4.Range{Proto: port.Proto, First: port.Num, Last: port.Num})
-		}
-	}
-	return out
+	return "IPv6"
 }
 
-func ethertypes(prefix string) []string {
-	if prefix == "" {
-		return []string{"IPv4", "IPv6"}
+// groupName is the policy's name, with a suffix for its rules: pods whose
+// named ports or peers resolve differently get groups of their own.
+func groupName(ref policy.Ref, dir policy.Direction, rules []*Rule) string {
+	base := strings.ToLower(ref.Kind) + "-"
+	if ref.Namespace != "" {
+		base += ref.Namespace + "-"
 	}
-	if strings.Contains(prefix, ":") {
-		return []string{"IPv6"}
-	}
-	return []string{"IPv4"}
-}
-
-// groupName is the policy's name, with a suffix when named ports made its
-// rules differ between pods.
-func groupName(p *policy.Policy, dir policy.Direction, rules []*Rule) string {
-	base := strings.ToLower(p.Kind) + "-"
-	if p.Namespace != "" {
-		base += p.Namespace + "-"
-	}
-	base += p.Name + "-" + dir.String()
+	base += ref.Name + "-" + dir.String()
 	var b strings.Builder
 	for _, r := range rules {
 		fmt.Fprintf(&b, "%+v\n", *r)
@@ -314,6 +280,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
 }

@@ -1,10 +1,13 @@
 package secgroups_test
 
 import (
-	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/netpol/netpol/internal/compile"
+	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/render/secgroups"
 	"github.com/netpol/netpol/internal/source"
@@ -23,21 +26,58 @@ metadata: {name: client, namespace: x, labels: {app: client}}
 status: {podIP: 198.18.1.2}
 `
 
-func render(t *testing.T, yaml string) (*secgroups.Output, error) {
+func build(t *testing.T, yaml string) *engine.Engine {
 	t.Helper()
 	dec := &source.Decoder{}
 	e, _, err := pipeline.Build(dec.Decode("in.yaml", []byte(yaml)), dec.Diags, pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return secgroups.Render(e, "")
+	return e
 }
 
-// TestRenderNetworkPolicy: peers x ports, the except split, the named port
-// resolved, a remote group for the selector, allow-all for the direction
-// the policy does not isolate.
+// summary writes groups and ports one line each: a group's rules as
+// "direction ethertype protocol min-max remote", a port's groups with the
+// rule hash of policy groups cut off.
+func summary(out *secgroups.Output) []string {
+	cut := func(name string) string {
+		if i := strings.LastIndexByte(name, '-'); i > 0 && !strings.HasPrefix(name, "allow-all-") {
+			return name[:i] + "-*"
+		}
+		return name
+	}
+	var lines []string
+	for _, g := range out.Groups {
+		for _, r := range g.Rules {
+			lines = append(lines, fmt.Sprintf("group %s: %s %s %s %d-%d %s", cut(g.Name), r.Direction, r.Ethertype, r.Protocol,
+				r.PortRangeMin, r.PortRangeMax, r.RemoteIPPrefix))
+		}
+	}
+	for _, p := range out.Ports {
+		var gs []string
+		for _, g := range p.Groups {
+			gs = append(gs, cut(g))
+		}
+		lines = append(lines, fmt.Sprintf("port %s %s: %s", p.Pod, strings.Join(p.IPs, ","), strings.Join(gs, ",")))
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+func expect(t *testing.T, got, want []string) {
+	t.Helper()
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// TestRenderNetworkPolicy: peers x ports from the node's IR: the except
+// subtracted, the named port resolved on the subject, the selector as its
+// pod's address; allow-all for the direction the policy does not
+// isolate; no group for a pod that no policy isolates.
 func TestRenderNetworkPolicy(t *testing.T) {
-	out, err := render(t, pods+`
+	e := build(t, pods+`
 ---
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
@@ -48,44 +88,67 @@ spec:
   - from: [{podSelector: {matchLabels: {app: client}}}, {ipBlock: {cidr: 198.18.2.0/24, except: [198.18.2.0/25]}}]
     ports: [{port: http}, {port: 53, protocol: UDP}]
 `)
+	out, err := secgroups.Render(compile.Node(e, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rules []string
-	for _, g := range out.Groups {
-		for _, r := range g.Rules {
-			b, _ := json.Marshal(r)
-			rules = append(rules, g.Name[:min(len(g.Name), 24)]+" "+string(b))
-		}
-	}
-	got := strings.Join(rules, "\n")
-	for _, want := range []string{
-		`{"direction":"egress","ethertype":"IPv4"}`,
-		`"direction":"ingress","ethertype":"IPv4","protocol":"tcp","port_range_min":8080,"port_range_max":8080,"remote_group":"peer-`,
-		`"direction":"ingress","ethertype":"IPv4","protocol":"udp","port_range_min":53,"port_range_max":53,"remote_group":"peer-`,
-		`"direction":"ingress","ethertype":"IPv4","protocol":"tcp","port_range_min":8080,"port_range_max":8080,"remote_ip_prefix":"198.18.2.128/25"}`,
-		`"direction":"ingress","ethertype":"IPv4","protocol":"udp","port_range_min":53,"port_range_max":53,"remote_ip_prefix":"198.18.2.128/25"}`,
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("no rule %s in:\n%s", want, got)
-		}
-	}
-	// 2 ports x (group: v4+v6, CIDR: v4), and allow-all-ingress (v4, v6)
-	// for client, which no policy isolates.
-	if n := strings.Count(got, `"direction":"ingress"`); n != 8 {
-		t.Errorf("%d ingress rules, want 8:\n%s", n, got)
-	}
-	ports := map[string]int{}
-	for _, p := range out.Ports {
-		ports[p.Pod] = len(p.Groups)
-	}
-	if ports["x/web"] != 2 || ports["x/client"] != 3 {
-		t.Errorf("port groups %v: want web in its policy group and allow-all-egress, client in the remote group and both allow-alls", ports)
-	}
+	expect(t, summary(out), []string{
+		"group allow-all-egress: egress IPv4  0-0 ",
+		"group allow-all-egress: egress IPv6  0-0 ",
+		"group networkpolicy-x-web-ingress-*: ingress IPv4 tcp 8080-8080 198.18.1.2/32",
+		"group networkpolicy-x-web-ingress-*: ingress IPv4 udp 53-53 198.18.1.2/32",
+		"group networkpolicy-x-web-ingress-*: ingress IPv4 tcp 8080-8080 198.18.2.128/25",
+		"group networkpolicy-x-web-ingress-*: ingress IPv4 udp 53-53 198.18.2.128/25",
+		"port x/web 198.18.1.1: allow-all-egress,networkpolicy-x-web-ingress-*",
+	})
 }
 
-func TestRenderRefusesDeny(t *testing.T) {
-	_, err := render(t, pods+`
+// TestRenderEgressNamedPort: an egress named port is resolved per
+// destination pod, each with its own number.
+func TestRenderEgressNamedPort(t *testing.T) {
+	e := build(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: a, namespace: x, labels: {app: api}}
+spec: {containers: [{name: c, ports: [{name: api, containerPort: 8080}]}]}
+status: {podIP: 198.18.1.1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: b, namespace: x, labels: {app: api}}
+spec: {containers: [{name: c, ports: [{name: api, containerPort: 9090}]}]}
+status: {podIP: 198.18.1.2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: x, labels: {app: client}}
+status: {podIP: 198.18.1.3}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: client, namespace: x}
+spec:
+  podSelector: {matchLabels: {app: client}}
+  policyTypes: [Egress]
+  egress: [{to: [{podSelector: {matchLabels: {app: api}}}], ports: [{port: api}]}]
+`)
+	out, err := secgroups.Render(compile.Node(e, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, summary(out), []string{
+		"group allow-all-ingress: ingress IPv4  0-0 ",
+		"group allow-all-ingress: ingress IPv6  0-0 ",
+		"group networkpolicy-x-client-egress-*: egress IPv4 tcp 8080-8080 198.18.1.1/32",
+		"group networkpolicy-x-client-egress-*: egress IPv4 tcp 9090-9090 198.18.1.2/32",
+		"port x/client 198.18.1.3: allow-all-ingress,networkpolicy-x-client-egress-*",
+	})
+}
+
+// TestRenderRefuses: groups only allow, and only addresses known when
+// they are written: Deny, Pass and domainNames are refused, each named.
+func TestRenderRefuses(t *testing.T) {
+	e := build(t, pods+`
 ---
 apiVersion: policy.networking.k8s.io/v1alpha1
 kind: AdminNetworkPolicy
@@ -97,46 +160,23 @@ spec:
   - name: deny-client
     action: Deny
     from: [{pods: {namespaceSelector: {}, podSelector: {matchLabels: {app: client}}}}]
+  egress:
+  - name: names
+    action: Allow
+    to: [{domainNames: [api.example.com]}]
 `)
-	if err == nil || !strings.Contains(err.Error(), "AdminNetworkPolicy no-client deny-client (Deny)") {
-		t.Fatalf("err = %v, want a refusal naming AdminNetworkPolicy no-client deny-client (Deny)", err)
+	_, err := secgroups.Render(compile.Node(e, ""))
+	want := "security groups can only allow addresses they know; these rules deny, pass or name domains:\n" +
+		"  AdminNetworkPolicy no-client deny-client (Deny)\n  AdminNetworkPolicy no-client names (domainNames)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
 	}
 }
 
-// TestRenderKeepsUnisolatedPodsOpen: a pod that no policy isolates but that
-// is a member of a remote group has groups, and a port with groups allows
-// only what they allow: it keeps allow-all for both directions, as Kuryr
-// keeps the default group on every port (matrix: unrestricted).
-func TestRenderKeepsUnisolatedPodsOpen(t *testing.T) {
-	out, err := render(t, pods+`
----
-apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata: {name: web, namespace: x}
-spec:
-  podSelector: {matchLabels: {app: web}}
-  ingress: [{from: [{podSelector: {matchLabels: {app: client}}}]}]
-`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	groups := map[string]string{}
-	for _, p := range out.Ports {
-		groups[p.Pod] = strings.Join(p.Groups, ",")
-	}
-	if g := groups["x/client"]; !strings.HasPrefix(g, "allow-all-egress,allow-all-ingress,peer-") || strings.Count(g, ",") != 2 {
-		t.Errorf("client's groups %q, want allow-all-egress, allow-all-ingress and its remote group", g)
-	}
-	if g := groups["x/web"]; !strings.HasPrefix(g, "allow-all-egress,") || strings.Contains(g, "allow-all-ingress") {
-		t.Errorf("web's groups %q, want allow-all-egress and its policy's ingress group only", g)
-	}
-}
-
-// TestRenderNode: with a node, only the ports of the pods on it (what that
-// node's agent would program); the groups they use are all there.
+// TestRenderNode: with a node, the ports of the pods on it, from that
+// node's IR (what its agent would program), with the groups they use.
 func TestRenderNode(t *testing.T) {
-	dec := &source.Decoder{}
-	e, _, err := pipeline.Build(dec.Decode("in.yaml", []byte(`
+	e := build(t, `
 apiVersion: v1
 kind: Node
 metadata: {name: n1}
@@ -163,24 +203,20 @@ metadata: {name: web, namespace: x}
 spec:
   podSelector: {matchLabels: {app: web}}
   ingress: [{from: [{podSelector: {matchLabels: {app: client}}}]}]
-`)), dec.Diags, pipeline.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for node, want := range map[string]string{"": "x/client,x/web", "n1": "x/web", "n2": "x/client"} {
-		out, err := secgroups.Render(e, node)
+`)
+	for node, want := range map[string][]string{
+		"n1": {
+			"group allow-all-egress: egress IPv4  0-0 ",
+			"group allow-all-egress: egress IPv6  0-0 ",
+			"group networkpolicy-x-web-ingress-*: ingress IPv4  0-0 198.18.1.2/32",
+			"port x/web 198.18.1.1: allow-all-egress,networkpolicy-x-web-ingress-*",
+		},
+		"n2": nil, // the client is isolated by nothing: no group
+	} {
+		out, err := secgroups.Render(compile.Node(e, node))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ports []string
-		for _, p := range out.Ports {
-			ports = append(ports, p.Pod)
-		}
-		if got := strings.Join(ports, ","); got != want {
-			t.Errorf("node %q: ports %s, want %s", node, got, want)
-		}
-		if node == "n1" && len(out.Groups) != 3 { // web's policy group, allow-all-egress, the remote group
-			t.Errorf("node n1: %d groups, want 3", len(out.Groups))
-		}
+		expect(t, summary(out), want)
 	}
 }
