@@ -23,19 +23,40 @@ type Side struct {
 	By *Rule
 }
 
+// Index is an IR's tables and sets by name, as renderers and the
+// evaluator look up what a pod or a rule names.
+type Index struct {
+	Tables    map[string]*Table
+	Sets      map[string]*AddrSet
+	Endpoints map[string]*EndpointSet
+}
+
+// Index indexes the IR's tables and sets by name.
+func (ir *IR) Index() Index {
+	x := Index{Tables: make(map[string]*Table, len(ir.Tables)), Sets: make(map[string]*AddrSet, len(ir.Sets)),
+		Endpoints: make(map[string]*EndpointSet, len(ir.EndpointSets))}
+	for _, t := range ir.Tables {
+		x.Tables[t.Name] = t
+	}
+	for _, s := range ir.Sets {
+		x.Sets[s.Name] = s
+	}
+	for _, s := range ir.EndpointSets {
+		x.Endpoints[s.Name] = s
+	}
+	return x
+}
+
 // Evaluator decides connections with one IR's tables (IR.Evaluator).
 type Evaluator struct {
-	egress    map[netip.Addr]string // a local pod's address -> its table
-	ingress   map[netip.Addr]string
-	tables    map[string]*Table
-	sets      map[string]*AddrSet
-	endpoints map[string]*EndpointSet
+	Index
+	egress  map[netip.Addr]string // a local pod's address -> its table
+	ingress map[netip.Addr]string
 }
 
 // Evaluator indexes the IR's tables and sets once, for many Decide calls.
 func (ir *IR) Evaluator() *Evaluator {
-	ev := &Evaluator{egress: map[netip.Addr]string{}, ingress: map[netip.Addr]string{}, tables: make(map[string]*Table, len(ir.Tables)),
-		sets: make(map[string]*AddrSet, len(ir.Sets)), endpoints: make(map[string]*EndpointSet, len(ir.EndpointSets))}
+	ev := &Evaluator{Index: ir.Index(), egress: map[netip.Addr]string{}, ingress: map[netip.Addr]string{}}
 	for _, p := range ir.Pods {
 		for _, ip := range p.IPs {
 			if p.Egress != "" {
@@ -46,15 +67,6 @@ func (ir *IR) Evaluator() *Evaluator {
 			}
 		}
 	}
-	for _, t := range ir.Tables {
-		ev.tables[t.Name] = t
-	}
-	for _, s := range ir.Sets {
-		ev.sets[s.Name] = s
-	}
-	for _, s := range ir.EndpointSets {
-		ev.endpoints[s.Name] = s
-	}
 	return ev
 }
 
@@ -64,10 +76,10 @@ func (ir *IR) Evaluator() *Evaluator {
 func (ev *Evaluator) Decide(src, dst netip.Addr, port l4.Port) (egress, ingress Side) {
 	egress, ingress = Side{Allowed: true}, Side{Allowed: true}
 	if t, ok := ev.egress[src]; ok {
-		egress = walk(ev.tables[t], dst, port, ev.sets, ev.endpoints)
+		egress = walk(ev.Tables[t], dst, port, ev.Sets, ev.Endpoints)
 	}
 	if t, ok := ev.ingress[dst]; ok {
-		ingress = walk(ev.tables[t], src, port, ev.sets, ev.endpoints)
+		ingress = walk(ev.Tables[t], src, port, ev.Sets, ev.Endpoints)
 	}
 	return egress, ingress
 }

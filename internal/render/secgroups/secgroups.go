@@ -88,20 +88,10 @@ func Render(ir *compile.IR) (*Output, error) {
 	if err := refuse(ir); err != nil {
 		return nil, err
 	}
-	r := renderer{ir: ir, groups: map[string]*Group{}, tables: map[string]*compile.Table{},
-		sets: map[string]*compile.AddrSet{}, endpoints: map[string]*compile.EndpointSet{}}
-	for _, t := range ir.Tables {
-		r.tables[t.Name] = t
-	}
-	for _, s := range ir.Sets {
-		r.sets[s.Name] = s
-	}
-	for _, s := range ir.EndpointSets {
-		r.endpoints[s.Name] = s
-	}
+	r := renderer{Index: ir.Index(), groups: map[string]*Group{}}
 	out := &Output{}
 	for _, p := range ir.Pods {
-		dirs := map[policy.Direction]*compile.Table{policy.Ingress: r.tables[p.Ingress], policy.Egress: r.tables[p.Egress]}
+		dirs := map[policy.Direction]*compile.Table{policy.Ingress: r.Tables[p.Ingress], policy.Egress: r.Tables[p.Egress]}
 		if !isolating(dirs[policy.Ingress]) && !isolating(dirs[policy.Egress]) {
 			continue // no group: Neutron's port keeps allowing everything
 		}
@@ -163,11 +153,8 @@ func refuse(ir *compile.IR) error {
 func isolating(t *compile.Table) bool { return t != nil && t.Default == compile.Drop }
 
 type renderer struct {
-	ir        *compile.IR
-	groups    map[string]*Group
-	tables    map[string]*compile.Table
-	sets      map[string]*compile.AddrSet
-	endpoints map[string]*compile.EndpointSet
+	compile.Index
+	groups map[string]*Group
 }
 
 // policyGroups makes the groups of the policies whose rules t holds, one a
@@ -231,11 +218,11 @@ func (r *renderer) rules(rule compile.Rule, d policy.Direction) []*Rule {
 	}
 	switch {
 	case rule.Endpoints != "": // named ports resolved per destination pod
-		for _, e := range r.endpoints[rule.Endpoints].Elements {
+		for _, e := range r.Endpoints[rule.Endpoints].Elements {
 			add(netip.PrefixFrom(e.IP, e.IP.BitLen()), []l4.Range{{Proto: e.Port.Proto, First: e.Port.Num, Last: e.Port.Num}})
 		}
 	case rule.Peer != "":
-		for _, p := range r.sets[rule.Peer].Prefixes {
+		for _, p := range r.Sets[rule.Peer].Prefixes {
 			add(p, rule.Ports)
 		}
 	default:
