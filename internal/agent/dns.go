@@ -82,6 +82,8 @@ func dnsCollectors(l DNSLearner) []prometheus.Collector {
 			func(s dnsproxy.Stats) uint64 { return s.CapHits }),
 		counter("netpol_dns_write_errors_total", "Writes of learned addresses that the kernel refused.",
 			func(s dnsproxy.Stats) uint64 { return s.Errors }),
+		counter("netpol_dns_tcp_asks_failed_total", "Truncated answers whose question the proxy could not ask the server again over TCP.",
+			func(s dnsproxy.Stats) uint64 { return s.AskFailed }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "netpol_dns_addresses", Help: "Addresses learned from DNS answers and not expired."},
 			func() float64 { return float64(l.Stats().Addresses) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "netpol_dns_names", Help: "Names and wildcards in the domainNames rules of this node's pods, whose answers teach."},

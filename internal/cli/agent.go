@@ -169,8 +169,9 @@ query itself meets the policies like any connection. Answers are diverted
 with TPROXY (table inet netpol-dns, port --dns-proxy-port, a routing rule on
 --dns-mark) only on nodes with such pods. If the agent dies, DNS keeps
 working (within 5 s), learned addresses stay until they expire, and new
-names are denied. Answers over TCP are not learned. deploy/README.md,
-"Domain names", has the details.
+names are denied. A truncated answer waits while the agent asks its
+question over TCP and learns the full answer, which the pod's resolver asks
+for next. deploy/README.md, "Domain names", has the details.
 
 Needs root (CAP_NET_ADMIN) and the nft binary; --dry-run needs neither
 netlink nor write access: it prints each transaction instead.`,

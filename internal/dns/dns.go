@@ -46,6 +46,9 @@ type Answer struct {
 	Addrs []Address
 	// RCode is the response code (0: no error; 3: no such name).
 	RCode int
+	// Truncated: the answer did not fit (UDP); the resolver asks again
+	// over TCP for all of it.
+	Truncated bool
 }
 
 // ErrNotResponse is returned for a message that is not a response with
@@ -60,7 +63,7 @@ func ParseResponse(msg []byte) (Answer, error) {
 	if err != nil {
 		return a, fmt.Errorf("header: %w", err)
 	}
-	a.ID, a.RCode = h.ID, int(h.RCode)
+	a.ID, a.RCode, a.Truncated = h.ID, int(h.RCode), h.Truncated
 	if !h.Response {
 		return a, ErrNotResponse
 	}
@@ -128,6 +131,27 @@ func ParseResponse(msg []byte) (Answer, error) {
 		owner, ttl = c.target, min(ttl, c.ttl)
 	}
 	return a, nil
+}
+
+// QueryAgain returns a query (with id) for the question that response msg
+// answers: what a resolver sends over TCP after a truncated answer.
+func QueryAgain(msg []byte, id uint16) ([]byte, error) {
+	var p dnsmessage.Parser
+	if _, err := p.Start(msg); err != nil {
+		return nil, fmt.Errorf("header: %w", err)
+	}
+	q, err := p.Question()
+	if err != nil {
+		return nil, fmt.Errorf("question: %w", err)
+	}
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: id, RecursionDesired: true})
+	if err := b.StartQuestions(); err != nil {
+		return nil, err
+	}
+	if err := b.Question(q); err != nil {
+		return nil, err
+	}
+	return b.Finish()
 }
 
 type cnameRecord struct {

@@ -188,3 +188,24 @@ func FuzzParseResponse(f *testing.F) {
 		}
 	})
 }
+
+// TestTruncatedAndQueryAgain: a truncated answer says so, and QueryAgain
+// asks its question again (the resolver's TCP retry), with the new id.
+func TestTruncatedAndQueryAgain(t *testing.T) {
+	m := newResponse(9, 0)
+	m.b[2] |= 0x02 // TC
+	m.name("big", "Example", "org").question(typeAAAA)
+	a, err := ParseResponse(m.b)
+	if err != nil || !a.Truncated || a.Name != "big.example.org" || len(a.Addrs) != 0 {
+		t.Fatalf("%+v %v, want a truncated answer for big.example.org with no address", a, err)
+	}
+	q, err := QueryAgain(m.b, 0x1234)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []byte{0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, // id, RD, one question
+		3, 'b', 'i', 'g', 7, 'E', 'x', 'a', 'm', 'p', 'l', 'e', 3, 'o', 'r', 'g', 0, 0, 28, 0, 1}
+	if !slices.Equal(q, want) {
+		t.Errorf("query\n%v\nwant\n%v", q, want)
+	}
+}

@@ -106,6 +106,7 @@ type Stats struct {
 	Expired    uint64 // addresses whose timeout passed
 	CapHits    uint64 // addresses not learned because MaxAddresses were
 	Errors     uint64 // kernel writes that failed: the answer went on, nothing was learned
+	AskFailed  uint64 // truncated answers whose question the proxy could not ask again over TCP
 	Addresses  int    // addresses learned and not expired now
 	Names      int    // names and wildcards of the domainNames rules learned for
 }
@@ -145,18 +146,23 @@ func (l *learner) setTargets(sets []*compile.DomainSet) {
 
 // learn writes the addresses that answer msg gives into the sets of the
 // rules that name the asked name, and returns when the kernel holds them
-// (or refused them). It reports whether msg was a response it could read.
-func (l *learner) learn(msg []byte) bool {
+// (or refused them). It returns the answer, and whether a rule names it;
+// an error when msg is not a response it reads.
+func (l *learner) learn(msg []byte) (dns.Answer, bool, error) {
 	a, err := dns.ParseResponse(msg)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.stats.Answers++
 	if err != nil {
 		l.stats.Unreadable++
-		return false
+		return a, false, err
 	}
-	if a.RCode != 0 || len(a.Addrs) == 0 {
-		return true
+	named := false
+	for _, t := range l.targets {
+		named = named || matchesAny(t.patterns, a.Name)
+	}
+	if a.RCode != 0 || len(a.Addrs) == 0 || !named {
+		return a, named, nil
 	}
 	now := l.now()
 	if now.Sub(l.swept) >= time.Second {
@@ -192,11 +198,11 @@ func (l *learner) learn(msg []byte) bool {
 		}
 	}
 	if len(elems) == 0 {
-		return true
+		return a, named, nil
 	}
 	if err := l.write(elems); err != nil {
 		l.stats.Errors++
-		return true
+		return a, named, nil
 	}
 	for i, k := range keys {
 		l.learned[k] = until[i]
@@ -210,7 +216,14 @@ func (l *learner) learn(msg []byte) bool {
 		}
 	}
 	l.stats.Learned += uint64(len(elems))
-	return true
+	return a, named, nil
+}
+
+// failedAsk counts a question the proxy could not ask again over TCP.
+func (l *learner) failedAsk() {
+	l.mu.Lock()
+	l.stats.AskFailed++
+	l.mu.Unlock()
 }
 
 // expire forgets the addresses whose timeout passed: the kernel removed

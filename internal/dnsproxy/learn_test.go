@@ -115,8 +115,8 @@ func TestLearnerWritesTheAnswersAddressesIntoTheSetsThatNameThem(t *testing.T) {
 	}
 	for _, s := range steps {
 		before := len(r.writes)
-		if !l.learn(s.msg) {
-			t.Fatalf("%s: not read as a response", s.name)
+		if _, _, err := l.learn(s.msg); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
 		}
 		var got []string
 		if len(r.writes) > before {
@@ -186,7 +186,7 @@ func TestLearnerForgetsSetsThatAreGoneAndSurvivesBadAnswers(t *testing.T) {
 	if l.learn(answer(t, "api.example.com", "A 198.18.9.1 60")); len(r.writes) != 1 {
 		t.Errorf("writes %q: the name of a deleted rule taught again", r.writes)
 	}
-	if l.learn([]byte{0, 1, 2}) {
+	if _, _, err := l.learn([]byte{0, 1, 2}); err == nil {
 		t.Error("3 bytes read as a response")
 	}
 	r.fail = errors.New("netlink: no such file or directory")

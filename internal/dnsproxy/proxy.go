@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"slices"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/netpol/netpol/internal/compile"
 	"github.com/netpol/netpol/internal/dataplane"
+	"github.com/netpol/netpol/internal/dns"
 )
 
 // Config of a proxy.
@@ -206,7 +208,9 @@ func (p *Proxy) serve(c *net.UDPConn) {
 			klog.ErrorS(nil, "A diverted DNS answer without its destination; dropped", "from", src)
 			continue
 		}
-		p.learner.learn(buf[:n])
+		if a, named, err := p.learner.learn(buf[:n]); err == nil && named && a.Truncated {
+			p.askOverTCP(src, buf[:n])
+		}
 		p.capCheck()
 		if err := sendAs(senders, src, dst, buf[:n]); err != nil {
 			klog.ErrorS(err, "Sending a DNS answer on to its pod", "from", src, "to", dst)
@@ -214,6 +218,51 @@ func (p *Proxy) serve(c *net.UDPConn) {
 		}
 		p.held.Observe(time.Since(start).Seconds())
 	}
+}
+
+// askTimeout bounds how long a truncated answer waits for the proxy's own
+// TCP question.
+const askTimeout = 2 * time.Second
+
+// askOverTCP asks server, over TCP, the question that the truncated answer
+// msg answers, and learns from the full answer (see the package doc).
+func (p *Proxy) askOverTCP(server netip.AddrPort, msg []byte) {
+	query, err := dns.QueryAgain(msg, uint16(time.Now().UnixNano()))
+	if err != nil {
+		return
+	}
+	full, err := exchangeTCP(server, query)
+	if err != nil {
+		klog.V(2).InfoS("Asking over TCP after a truncated DNS answer", "server", server, "err", err)
+		p.learner.failedAsk()
+		return
+	}
+	_, _, _ = p.learner.learn(full)
+}
+
+// exchangeTCP sends query to server over TCP and reads one answer
+// (RFC 1035 4.2.2: each message after its length in two octets).
+func exchangeTCP(server netip.AddrPort, query []byte) ([]byte, error) {
+	c, err := net.DialTimeout("tcp", server.String(), askTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(askTimeout)); err != nil {
+		return nil, err
+	}
+	if _, err := c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(query))), query...)); err != nil {
+		return nil, err
+	}
+	var n [2]byte
+	if _, err := io.ReadFull(c, n[:]); err != nil {
+		return nil, err
+	}
+	full := make([]byte, binary.BigEndian.Uint16(n[:]))
+	if _, err := io.ReadFull(c, full); err != nil {
+		return nil, err
+	}
+	return full, nil
 }
 
 // capCheck tells CapHit, at most once a minute, that the cap held

@@ -231,9 +231,38 @@ func dnsUDPLoop(pc net.PacketConn, zone []ZoneRecord, pod string) {
 		msg, err := answerQuery(zone, buf[:n])
 		if err != nil {
 			msg = reply(buf[:n], pod)
+		} else if len(msg) > maxUDPAnswer {
+			msg = truncate(msg)
 		}
 		_, _ = pc.WriteTo(msg, from)
 	}
+}
+
+// maxUDPAnswer is the most a UDP answer holds without EDNS (RFC 1035
+// 4.2.1); a larger one goes as its header and question with TC set, and
+// the resolver asks again over TCP.
+const maxUDPAnswer = 512
+
+// truncate returns msg's header, with TC set and no records, and question.
+func truncate(msg []byte) []byte {
+	var p dnsmessage.Parser
+	h, err := p.Start(msg)
+	if err != nil {
+		return msg[:12]
+	}
+	q, err := p.Question()
+	if err != nil {
+		return msg[:12]
+	}
+	h.Truncated = true
+	b := dnsmessage.NewBuilder(nil, h)
+	_ = b.StartQuestions()
+	_ = b.Question(q)
+	out, err := b.Finish()
+	if err != nil {
+		return msg[:12]
+	}
+	return out
 }
 
 func dnsTCPLoop(ln net.Listener, zone []ZoneRecord) {
@@ -375,6 +404,11 @@ func resolve(server netip.Addr, name string, like netip.Addr) ([]netip.Addr, err
 	if err != nil {
 		return nil, err
 	}
+	if a.Truncated { // as a resolver does: the whole answer over TCP
+		if a, err = resolveTCP(server, query); err != nil {
+			return nil, err
+		}
+	}
 	if a.RCode == int(dnsmessage.RCodeNameError) {
 		return nil, fmt.Errorf("%s: %w", name, ErrNoSuchName)
 	}
@@ -383,6 +417,28 @@ func resolve(server netip.Addr, name string, like netip.Addr) ([]netip.Addr, err
 		addrs[i] = ad.IP
 	}
 	return addrs, nil
+}
+
+// resolveTCP asks server query over TCP.
+func resolveTCP(server netip.Addr, query []byte) (dns.Answer, error) {
+	c, err := net.DialTimeout(network("tcp", server), net.JoinHostPort(server.String(), "53"), 2*time.Second)
+	if err != nil {
+		return dns.Answer{}, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write(append([]byte{byte(len(query) >> 8), byte(len(query))}, query...)); err != nil {
+		return dns.Answer{}, err
+	}
+	var n [2]byte
+	if _, err := readFull(c, n[:]); err != nil {
+		return dns.Answer{}, err
+	}
+	msg := make([]byte, int(n[0])<<8|int(n[1]))
+	if _, err := readFull(c, msg); err != nil {
+		return dns.Answer{}, err
+	}
+	return dns.ParseResponse(msg)
 }
 
 // NameCell is one connection to a name: resolved from pod From through the

@@ -86,6 +86,12 @@ status: {podIPs: [{ip: 198.18.3.3}, {ip: "fd00:198:18:3::3"}]}
 ---
 apiVersion: v1
 kind: Pod
+metadata: {name: bulk, namespace: ext, labels: {app: bulk}}
+spec: {nodeName: node-2, containers: [{name: c, ports: [{containerPort: 443}]}]}
+status: {podIPs: [{ip: 198.18.3.4}, {ip: "fd00:198:18:3::4"}]}
+---
+apiVersion: v1
+kind: Pod
 metadata: {name: coredns, namespace: kube-system, labels: {k8s-app: kube-dns}}
 spec: {nodeName: node-2, containers: [{name: coredns, ports: [{name: dns, containerPort: 53, protocol: UDP}, {name: dns-tcp, containerPort: 53, protocol: TCP}]}]}
 status: {podIPs: [{ip: 198.18.0.53}, {ip: "fd00:198:18::53"}]}
@@ -110,6 +116,46 @@ data:
     late.allowed.test 60 A 198.18.3.3
     api.other.test 60 A 198.18.3.2
     api.other.test 60 AAAA fd00:198:18:3::2
+    big.allowed.test 60 A 198.18.3.4
+    big.allowed.test 60 A 198.18.4.1
+    big.allowed.test 60 A 198.18.4.2
+    big.allowed.test 60 A 198.18.4.3
+    big.allowed.test 60 A 198.18.4.4
+    big.allowed.test 60 A 198.18.4.5
+    big.allowed.test 60 A 198.18.4.6
+    big.allowed.test 60 A 198.18.4.7
+    big.allowed.test 60 A 198.18.4.8
+    big.allowed.test 60 A 198.18.4.9
+    big.allowed.test 60 A 198.18.4.10
+    big.allowed.test 60 A 198.18.4.11
+    big.allowed.test 60 A 198.18.4.12
+    big.allowed.test 60 A 198.18.4.13
+    big.allowed.test 60 A 198.18.4.14
+    big.allowed.test 60 A 198.18.4.15
+    big.allowed.test 60 A 198.18.4.16
+    big.allowed.test 60 A 198.18.4.17
+    big.allowed.test 60 A 198.18.4.18
+    big.allowed.test 60 A 198.18.4.19
+    big.allowed.test 60 A 198.18.4.20
+    big.allowed.test 60 A 198.18.4.21
+    big.allowed.test 60 A 198.18.4.22
+    big.allowed.test 60 A 198.18.4.23
+    big.allowed.test 60 A 198.18.4.24
+    big.allowed.test 60 A 198.18.4.25
+    big.allowed.test 60 A 198.18.4.26
+    big.allowed.test 60 A 198.18.4.27
+    big.allowed.test 60 A 198.18.4.28
+    big.allowed.test 60 A 198.18.4.29
+    big.allowed.test 60 A 198.18.4.30
+    big.allowed.test 60 A 198.18.4.31
+    big.allowed.test 60 A 198.18.4.32
+    big.allowed.test 60 A 198.18.4.33
+    big.allowed.test 60 A 198.18.4.34
+    big.allowed.test 60 A 198.18.4.35
+    big.allowed.test 60 A 198.18.4.36
+    big.allowed.test 60 A 198.18.4.37
+    big.allowed.test 60 A 198.18.4.38
+    big.allowed.test 60 A 198.18.4.39
 ---
 apiVersion: policy.networking.k8s.io/v1alpha1
 kind: AdminNetworkPolicy
@@ -234,6 +280,23 @@ func TestLabDomainNames(t *testing.T) {
 	if !slices.Equal(gotAudit, wantAudit) {
 		t.Errorf("node-1's audit log, connections to ext:\n%s\nwant\n%s", strings.Join(gotAudit, "\n"), strings.Join(wantAudit, "\n"))
 	}
+	// big.allowed.test has 40 addresses: the UDP answer is truncated
+	// (none in it), the client asks again over TCP, and the first
+	// connection to the answer's first address, ext/bulk, is allowed:
+	// the proxy asked over TCP itself before it let the truncated answer
+	// go on. All 40 are programmed.
+	if connect(client, netip.MustParseAddr("198.18.3.4")) {
+		t.Error("client reached big.allowed.test's 198.18.3.4 before any answer named it")
+	}
+	addr, c, err := l.ResolveThenDial(client, "big.allowed.test", v4, 443)
+	if addr.String() != "198.18.3.4" || err != nil {
+		t.Errorf("client resolving big.allowed.test (truncated, then TCP) and connecting at once: %s, %v; want 198.18.3.4 reached", addr, err)
+	} else {
+		c.Close()
+	}
+	if sets := nft("list", "table", "inet", "netpol"); !strings.Contains(sets, "198.18.4.1 timeout") || !strings.Contains(sets, "198.18.4.39 timeout") {
+		t.Errorf("node-1's domain sets:\n%s\nwant all 40 addresses of big.allowed.test, 198.18.4.1 to .39 among them", sets)
+	}
 	if _, err := l.Resolve(client, "nothing.test", v4); !errors.Is(err, lab.ErrNoSuchName) {
 		t.Errorf("nothing.test: %v, want no such name", err)
 	}
@@ -259,7 +322,6 @@ func TestLabDomainNames(t *testing.T) {
 	if err := syscall.Kill(l.PIDs[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	var addr netip.Addr
 	waitFor(t, "DNS works without node-1's agent", func() bool {
 		a, err := l.Resolve(client, "late.allowed.test", v4)
 		if err == nil && len(a) == 1 {
@@ -303,15 +365,16 @@ func TestLabDomainNames(t *testing.T) {
 	wantRows := []string{
 		"api.other.test 198.18.3.2 ext/denied 443/tcp denied denied",
 		"api.other.test fd00:198:18:3::2 ext/denied 443/tcp denied denied",
+		"big.allowed.test 198.18.3.4 ext/bulk 443/tcp allowed allowed",
 		"late.allowed.test 198.18.3.3 ext/late 443/tcp allowed allowed",
 		"probe.allowed.test 198.18.3.1 ext/allowed 443/tcp allowed allowed",
 		"probe.allowed.test fd00:198:18:3::1 ext/allowed 443/tcp allowed allowed",
 	}
 	slices.Sort(rows)
-	// 5 pods resolve (the DNS pod does not), each the 3 names in its
-	// families; late.allowed.test has no AAAA record.
-	if !slices.Equal(rows, wantRows) || probe.Mismatches != 0 || probe.Probed != 5*5 {
-		t.Errorf("lab probe --names: %d probed, %d mismatches; the client's rows\n%s\nwant 25, 0 and\n%s",
+	// 6 pods resolve (the DNS pod does not), each the 4 names in its
+	// families; late and big.allowed.test have no AAAA record.
+	if !slices.Equal(rows, wantRows) || probe.Mismatches != 0 || probe.Probed != 6*6 {
+		t.Errorf("lab probe --names: %d probed, %d mismatches; the client's rows\n%s\nwant 36, 0 and\n%s",
 			probe.Probed, probe.Mismatches, strings.Join(rows, "\n"), strings.Join(wantRows, "\n"))
 	}
 }

@@ -119,12 +119,16 @@ func (l *Lab) planServices(c *state.Cluster) {
 }
 
 // proxyRules is the nft script of the lab's kube-proxy table: the same on
-// every node, as kube-proxy's rules are.
+// every node, as kube-proxy's rules are. Connections from pods meet the
+// translation in prerouting, the node's own (the agent's DNS proxy asking
+// over TCP) in output, as with kube-proxy.
 func (l *Lab) proxyRules() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "table inet %s {\n", proxyTable)
+	b.WriteString("\tchain prerouting {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n\t\tjump services\n\t}\n")
+	b.WriteString("\tchain output {\n\t\ttype nat hook output priority -100; policy accept;\n\t\tjump services\n\t}\n")
 	var chains strings.Builder
-	b.WriteString("\tchain prerouting {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n")
+	b.WriteString("\tchain services {\n")
 	for si, s := range l.Services {
 		for _, addr := range s.Addrs {
 			fam, host := "ip", addr.String()
@@ -177,6 +181,19 @@ func (l *Lab) programProxy() error {
 		cmd.Stdin = strings.NewReader(rules)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("the Service translation on node %s: %v: %s", n.Name, err, out)
+		}
+		// The node's own connections are routed before output translates
+		// them: a Service address needs a route, as a node's default
+		// route gives it, and only that (lab nodes route nothing else).
+		for _, s := range l.Services {
+			for _, a := range s.Addrs {
+				if a.Is6() && !n.IP6.IsValid() {
+					continue
+				}
+				if err := ip("-n", n.Namespace, "route", "replace", netip.PrefixFrom(a, a.BitLen()).String(), "dev", "fab"); err != nil {
+					return fmt.Errorf("a route to Service %s on node %s: %w", s.Key, n.Name, err)
+				}
+			}
 		}
 	}
 	return nil
