@@ -446,21 +446,28 @@ func startDNSProxy(ctx context.Context, node string, k dnsproxy.Kernel, limits d
 	}
 	elements := dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName}
 	p := dnsproxy.New(dnsproxy.Config{Kernel: k, Limits: limits, NFT: divert,
-		Write: func(elems []dataplane.Element) error { return elements.Write(elems, dataplane.Unused{}) },
-		CapHit: func(s dnsproxy.Stats) {
-			klog.InfoS("DNS answers teach no new address: the node's cap is reached", "node", node, "addresses", s.Addresses, "capped", s.CapHits)
-			if rec != nil {
-				ref := &corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node)}
-				rec.Eventf(ref, corev1.EventTypeWarning, "DNSAddressCapReached",
-					"%d addresses learned from DNS answers, the most --dns-max-addresses allows: connections to addresses of new answers for domainNames are denied", s.Addresses)
-			}
-		}})
+		Write:  func(elems []dataplane.Element) error { return elements.Write(elems, dataplane.Unused{}) },
+		CapHit: capReached(node, rec)})
 	go func() {
 		if err := p.Run(ctx); err != nil {
 			klog.ErrorS(err, "No DNS proxy: addresses of domainNames rules are not learned, their connections are denied", "node", node)
 		}
 	}()
 	return p, nil
+}
+
+// capReached says, in the log and with a Warning Event about the node,
+// that DNS answers teach nothing new because --dns-max-addresses are
+// learned (the proxy calls it at most once a minute).
+func capReached(node string, rec record.EventRecorder) func(dnsproxy.Stats) {
+	return func(s dnsproxy.Stats) {
+		klog.InfoS("DNS answers teach no new address: the node's cap is reached", "node", node, "addresses", s.Addresses, "capped", s.CapHits)
+		if rec != nil {
+			ref := &corev1.ObjectReference{Kind: "Node", Name: node, UID: types.UID(node)}
+			rec.Eventf(ref, corev1.EventTypeWarning, "DNSAddressCapReached",
+				"%d addresses learned from DNS answers, the most --dns-max-addresses allows: connections to addresses of new answers for domainNames are denied", s.Addresses)
+		}
+	}
 }
 
 // startAudit opens the kernel's log group and the audit log, and reads the

@@ -9,6 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/netpol/netpol/internal/dnsproxy"
 )
 
 // TestServiceAddrs: the cluster DNS's addresses are the Service's cluster
@@ -30,4 +33,16 @@ func TestServiceAddrs(t *testing.T) {
 	if _, err := serviceAddrs(context.Background(), cs, "kube-system", "missing"); err == nil {
 		t.Error("a missing Service: no error")
 	}
+}
+
+// TestCapReachedEvent: the cap's Event names the count and the flag.
+func TestCapReachedEvent(t *testing.T) {
+	rec := record.NewFakeRecorder(1)
+	capReached("node-1", rec)(dnsproxy.Stats{Addresses: 100000, CapHits: 3})
+	want := "Warning DNSAddressCapReached 100000 addresses learned from DNS answers, the most --dns-max-addresses allows: " +
+		"connections to addresses of new answers for domainNames are denied"
+	if got := <-rec.Events; got != want {
+		t.Errorf("event %q, want %q", got, want)
+	}
+	capReached("node-1", nil)(dnsproxy.Stats{}) // no recorder: the log only
 }

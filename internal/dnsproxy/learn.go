@@ -219,6 +219,13 @@ func (l *learner) learn(msg []byte) (dns.Answer, bool, error) {
 	return a, named, nil
 }
 
+// capHits is Stats().CapHits, without the sweep.
+func (l *learner) capHits() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats.CapHits
+}
+
 // failedAsk counts a question the proxy could not ask again over TCP.
 func (l *learner) failedAsk() {
 	l.mu.Lock()

@@ -266,20 +266,21 @@ func exchangeTCP(server netip.AddrPort, query []byte) ([]byte, error) {
 }
 
 // capCheck tells CapHit, at most once a minute, that the cap held
-// addresses back.
+// addresses back. It runs after every answer, so it reads a counter, not
+// Stats (which sweeps every learned address).
 func (p *Proxy) capCheck() {
 	if p.cfg.CapHit == nil {
 		return
 	}
-	s := p.learner.Stats()
+	hits, now := p.learner.capHits(), p.learner.now()
 	p.mu.Lock()
-	say := s.CapHits > p.capCount && time.Since(p.capSaid) >= time.Minute
+	say := hits > p.capCount && now.Sub(p.capSaid) >= time.Minute
 	if say {
-		p.capSaid, p.capCount = time.Now(), s.CapHits
+		p.capSaid, p.capCount = now, hits
 	}
 	p.mu.Unlock()
 	if say {
-		p.cfg.CapHit(s)
+		p.cfg.CapHit(p.learner.Stats())
 	}
 }
 
