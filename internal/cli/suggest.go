@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/source"
+	"github.com/netpol/netpol/internal/suggest"
+)
+
+func newSuggest() *cobra.Command {
+	var in inputFlags
+	var flowsPath, output, outDir string
+	var enforce bool
+	cmd := &cobra.Command{
+		Use:   "suggest -f MANIFESTS --flows FILE",
+		Short: "Write the least-privilege NetworkPolicies that allow observed flows, and check them",
+		Long: `suggest writes NetworkPolicies that allow every observed flow and as little
+else as it can: one policy per workload (a controller's pods in a namespace,
+or a pod), isolating it for ingress and egress, allowing the observed
+sources and destinations on the observed ports, and the cluster DNS
+(kube-system pods k8s-app=kube-dns, 53 over UDP and TCP). Selectors use the
+labels a workload's pods share and keep (never pod-template-hash or another
+controller's hash); other namespaces are named by kubernetes.io/metadata.name;
+a port is written by name where every destination pod declares that name;
+an address outside the cluster is written alone (/32, /128). Each policy's
+annotation netpol.io/suggested-from lists the flows behind it, and
+netpol.io/staged: "true" keeps it from being enforced until --enforce (or
+until you remove the annotation): applied staged, the agent's audit log shows
+what it would deny.
+
+Flows (--flows): CSV lines from,to,port[,count] (a header line is allowed),
+a JSON array of {"from","to","port","count"}, or the JSON of
+netpol lab probe -o json (its allowed flows). from and to are pods
+(namespace/name) or addresses; port is 8080/tcp, TCP when left out.
+
+Then it checks its result with the engine, the input with the policies
+enforced: how many observed flows are allowed (all, unless an admin policy
+denies one), how many pod pairs x declared ports lose access compared with
+today, and how many stay open that no flow was seen on (the least-privilege
+gap). The check is written to stderr, or with the policies under -o json.`,
+		Example: `  netpol suggest -f cluster/ --flows flows.csv > suggested.yaml
+  netpol suggest -f cluster/ --flows probe.json --out-dir suggested/
+  netpol suggest -f cluster/ --flows flows.csv -o json | jq .report`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(in.files) == 0 {
+				return usageError{fmt.Errorf("give the cluster's manifests with -f")}
+			}
+			if flowsPath == "" {
+				return usageError{fmt.Errorf("give the observed flows with --flows FILE")}
+			}
+			if output != "yaml" && output != "json" {
+				return usageError{fmt.Errorf("--output %q: want yaml or json", output)}
+			}
+			var data []byte
+			var err error
+			if flowsPath == "-" {
+				data, err = io.ReadAll(cmd.InOrStdin())
+			} else {
+				data, err = os.ReadFile(flowsPath)
+			}
+			if err != nil {
+				return troubleError{fmt.Errorf("--flows: %w", err)}
+			}
+			flows, err := suggest.ReadFlows(data)
+			if err != nil {
+				return troubleError{fmt.Errorf("%s: %w", flowsPath, err)}
+			}
+			before, err := in.load(cmd)
+			if err != nil {
+				return err
+			}
+			nps, err := suggest.Suggest(before.Cluster(), flows, suggest.Options{Enforce: enforce})
+			if err != nil {
+				return troubleError{err}
+			}
+			report, err := verifySuggestion(cmd, &in, before, nps, flows)
+			if err != nil {
+				return err
+			}
+			if err := writeSuggestion(cmd, output, outDir, nps, report); err != nil {
+				return err
+			}
+			if len(report.Denied) > 0 {
+				return errSilent{fmt.Errorf("%d observed flows denied", len(report.Denied))}
+			}
+			return nil
+		},
+	}
+	in.register(cmd)
+	cmd.Flags().StringVar(&flowsPath, "flows", "", "the observed flows: CSV, JSON, or netpol lab probe -o json; - for stdin")
+	cmd.Flags().BoolVar(&enforce, "enforce", false, `leave out netpol.io/staged: "true", so the policies are enforced once applied`)
+	cmd.Flags().StringVar(&outDir, "out-dir", "", "write one YAML file per namespace into this directory instead of stdout")
+	outputFlag(cmd, &output, "yaml", "json")
+	return cmd
+}
+
+// verifySuggestion decides the flows and the pod pairs with the input as
+// it is and with the policies enforced (suggest.Verify).
+func verifySuggestion(cmd *cobra.Command, in *inputFlags, before *engine.Engine, nps []*networkingv1.NetworkPolicy, flows []suggest.Flow) (suggest.Report, error) {
+	dir, err := os.MkdirTemp("", "netpol-suggest")
+	if err != nil {
+		return suggest.Report{}, err
+	}
+	defer os.RemoveAll(dir)
+	var enforced []*networkingv1.NetworkPolicy
+	for _, np := range nps {
+		np = np.DeepCopy()
+		delete(np.Annotations, "netpol.io/staged")
+		enforced = append(enforced, np)
+	}
+	path := filepath.Join(dir, "suggested.yaml")
+	if err := os.WriteFile(path, policyYAML(enforced), 0o600); err != nil {
+		return suggest.Report{}, err
+	}
+	shape, err := source.ParseANPShape(in.anpShape)
+	if err != nil {
+		return suggest.Report{}, usageError{err}
+	}
+	after, err := in.loadFrom(cmd, shape, append(append([]string(nil), in.files...), path))
+	if err != nil {
+		return suggest.Report{}, fmt.Errorf("the input with the suggested policies: %w", err)
+	}
+	return suggest.Verify(before, after, flows)
+}
+
+// policyYAML writes policies as one YAML stream.
+func policyYAML(nps []*networkingv1.NetworkPolicy) []byte {
+	var docs []string
+	for _, np := range nps {
+		b, err := yaml.Marshal(np)
+		if err != nil {
+			panic(err) // a typed object always marshals
+		}
+		docs = append(docs, string(b))
+	}
+	return []byte(strings.Join(docs, "---\n"))
+}
+
+// writeSuggestion writes the policies (stdout, or a file per namespace)
+// and the check (stderr), or both as JSON.
+func writeSuggestion(cmd *cobra.Command, output, outDir string, nps []*networkingv1.NetworkPolicy, r suggest.Report) error {
+	if output == "json" {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"policies": nps, "report": r})
+	}
+	if outDir == "" {
+		if _, err := cmd.OutOrStdout().Write(policyYAML(nps)); err != nil {
+			return err
+		}
+	} else {
+		byNamespace := map[string][]*networkingv1.NetworkPolicy{}
+		for _, np := range nps {
+			byNamespace[np.Namespace] = append(byNamespace[np.Namespace], np)
+		}
+		if err := os.MkdirAll(outDir, 0o755); err != nil {
+			return err
+		}
+		for ns, list := range byNamespace {
+			if err := os.WriteFile(filepath.Join(outDir, ns+".yaml"), policyYAML(list), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	w := cmd.ErrOrStderr()
+	fmt.Fprintf(w, "%d policies for %d observed flows: %d allowed with them enforced", len(nps), r.Flows, r.Allowed)
+	for _, f := range r.Denied {
+		fmt.Fprintf(w, "\n  denied (an admin policy decides it): %s", f)
+	}
+	fmt.Fprintf(w, "\n%d of %d pod pairs x declared ports lose access; %d stay open that no flow was seen on\n", r.Lost, r.Cells, r.OpenUnobserved)
+	return nil
+}

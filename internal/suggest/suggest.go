@@ -1,0 +1,309 @@
+// Package suggest writes the NetworkPolicies that allow observed flows and
+// as little else as it can: one policy per workload, isolating it both
+// ways, its ingress allowing the observed sources and its egress the
+// observed destinations and the cluster DNS, on the observed ports. It
+// writes them the way a careful person would: selectors on the labels a
+// workload's pods share and keep (never a controller's hash),
+// kubernetes.io/metadata.name for namespaces, named ports where the
+// destination declares them, single addresses for peers outside the
+// cluster. It is a front end's part: it imports engine, state, l4 and the
+// API types, and only cli imports it.
+package suggest
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/state"
+)
+
+// Flow is one observed connection: From and To are pods ("ns/name") or
+// addresses, Port the destination port, Count how often it was seen.
+type Flow struct {
+	From, To string
+	Port     l4.Port
+	Count    int
+}
+
+func (f Flow) String() string {
+	s := f.From + " -> " + f.To + " " + f.Port.String()
+	if f.Count > 1 {
+		s += " (" + strconv.Itoa(f.Count) + " times)"
+	}
+	return s
+}
+
+// Options of Suggest.
+type Options struct {
+	// Enforce leaves the staged annotation off: the policies are enforced
+	// once applied.
+	Enforce bool
+}
+
+// unstableLabels are set by controllers per revision or per pod: a
+// selector on them stops matching at the next rollout.
+var unstableLabels = []string{"pod-template-hash", "controller-revision-hash", "pod-template-generation",
+	"statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index", "batch.kubernetes.io/controller-uid",
+	"controller-uid", "batch.kubernetes.io/job-name", "job-name"}
+
+// workload is the pods a policy is for: one controller's in a namespace,
+// or one pod.
+type workload struct {
+	namespace, name string
+	pods            []*state.Pod
+	selector        map[string]string
+}
+
+// Suggest returns the policies for the workloads that flows name, sorted
+// by namespace and name. A flow naming a pod the cluster does not have is
+// an error.
+func Suggest(c *state.Cluster, flows []Flow, opts Options) ([]*networkingv1.NetworkPolicy, error) {
+	byPod := map[string]*workload{}
+	workloadOf := func(key string) (*workload, error) {
+		p := c.Pod(key)
+		if p == nil {
+			return nil, fmt.Errorf("flow names pod %s, which the input does not have", key)
+		}
+		return workloadFor(c, p, byPod), nil
+	}
+	type sides struct {
+		ingress, egress map[peerKey][]l4.Port
+		flows           []Flow
+	}
+	policies := map[*workload]*sides{}
+	get := func(w *workload) *sides {
+		if policies[w] == nil {
+			policies[w] = &sides{ingress: map[peerKey][]l4.Port{}, egress: map[peerKey][]l4.Port{}}
+		}
+		return policies[w]
+	}
+	for _, f := range flows {
+		var src, dst peerKey
+		var err error
+		for _, end := range []struct {
+			s string
+			k *peerKey
+		}{{f.From, &src}, {f.To, &dst}} {
+			if a, perr := netip.ParseAddr(end.s); perr == nil {
+				if p := c.PodByIP(a.Unmap()); p != nil && !p.HostNetwork {
+					end.k.w = workloadFor(c, p, byPod)
+				} else {
+					end.k.addr = a.Unmap()
+				}
+				continue
+			}
+			if end.k.w, err = workloadOf(end.s); err != nil {
+				return nil, err
+			}
+		}
+		if src.w != nil {
+			s := get(src.w)
+			s.egress[dst] = appendPort(s.egress[dst], f.Port)
+			s.flows = append(s.flows, f)
+		}
+		if dst.w != nil {
+			s := get(dst.w)
+			s.ingress[src] = appendPort(s.ingress[src], f.Port)
+			if src.w != dst.w {
+				s.flows = append(s.flows, f)
+			}
+		}
+	}
+	var out []*networkingv1.NetworkPolicy
+	for w, s := range policies {
+		np := &networkingv1.NetworkPolicy{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+			ObjectMeta: metav1.ObjectMeta{Name: w.name + "-suggested", Namespace: w.namespace, Annotations: map[string]string{}},
+			Spec: networkingv1.NetworkPolicySpec{
+				PodSelector: metav1.LabelSelector{MatchLabels: w.selector},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			},
+		}
+		if !opts.Enforce {
+			np.Annotations["netpol.io/staged"] = "true"
+		}
+		np.Annotations["netpol.io/suggested-from"] = justification(s.flows)
+		for _, k := range sortedPeers(s.ingress) {
+			np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{
+				From: []networkingv1.NetworkPolicyPeer{peer(w, k.w, k.addr)}, Ports: ports(w.pods, s.ingress[k])})
+		}
+		for _, k := range sortedPeers(s.egress) {
+			var dsts []*state.Pod
+			if k.w != nil {
+				dsts = k.w.pods
+			}
+			np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{
+				To: []networkingv1.NetworkPolicyPeer{peer(w, k.w, k.addr)}, Ports: ports(dsts, s.egress[k])})
+		}
+		np.Spec.Egress = append(np.Spec.Egress, dnsRule())
+		out = append(out, np)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// peerKey is one peer of a workload's side: a workload, or an address
+// outside the cluster.
+type peerKey struct {
+	w    *workload
+	addr netip.Addr
+}
+
+// order sorts peers: workloads by namespace and name, then addresses.
+func (k peerKey) order() string {
+	if k.w != nil {
+		return "0 " + k.w.namespace + "/" + k.w.name
+	}
+	return "1 " + k.addr.String()
+}
+
+// sortedPeers orders a side's peers (peerKey.order).
+func sortedPeers(m map[peerKey][]l4.Port) []peerKey {
+	keys := make([]peerKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].order() < keys[j].order() })
+	return keys
+}
+
+func appendPort(ps []l4.Port, p l4.Port) []l4.Port {
+	if slices.Contains(ps, p) {
+		return ps
+	}
+	ps = append(ps, p)
+	slices.SortFunc(ps, func(a, b l4.Port) int {
+		if a.Proto != b.Proto {
+			return int(a.Proto) - int(b.Proto)
+		}
+		return int(a.Num) - int(b.Num)
+	})
+	return ps
+}
+
+// workloadFor returns p's workload: the pods of the same namespace and
+// controller (or p alone), selected by the stable labels they share.
+func workloadFor(c *state.Cluster, p *state.Pod, byPod map[string]*workload) *workload {
+	if w := byPod[p.Key()]; w != nil {
+		return w
+	}
+	w := &workload{namespace: p.Namespace.Name, name: p.Name}
+	if p.Owner != "" {
+		_, name, _ := strings.Cut(p.Owner, " ")
+		w.name = name
+		for _, q := range c.PodsIn(p.Namespace) {
+			if q.Owner == p.Owner {
+				w.pods = append(w.pods, q)
+			}
+		}
+	} else {
+		w.pods = []*state.Pod{p}
+	}
+	w.selector = map[string]string{}
+	for k, v := range p.Labels {
+		if slices.Contains(unstableLabels, k) {
+			continue
+		}
+		shared := true
+		for _, q := range w.pods {
+			shared = shared && q.Labels[k] == v
+		}
+		if shared {
+			w.selector[k] = v
+		}
+	}
+	for _, q := range w.pods {
+		byPod[q.Key()] = w
+	}
+	return w
+}
+
+// peer selects other (a workload, or an address outside the cluster) as
+// seen from w's namespace.
+func peer(w, other *workload, addr netip.Addr) networkingv1.NetworkPolicyPeer {
+	if other == nil {
+		return networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(addr, addr.BitLen()).String()}}
+	}
+	p := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: other.selector}}
+	if other.namespace != w.namespace {
+		p.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: other.namespace}}
+	}
+	return p
+}
+
+// ports writes observed ports, by the name every destination pod gives
+// the port when they all declare it, else by number.
+func ports(dsts []*state.Pod, observed []l4.Port) []networkingv1.NetworkPolicyPort {
+	var out []networkingv1.NetworkPolicyPort
+	for _, o := range observed {
+		proto := corev1.Protocol(o.Proto.String())
+		port := intstr.FromInt32(int32(o.Num))
+		if name := portName(dsts, o); name != "" {
+			port = intstr.FromString(name)
+		}
+		out = append(out, networkingv1.NetworkPolicyPort{Protocol: &proto, Port: &port})
+	}
+	return out
+}
+
+func portName(dsts []*state.Pod, o l4.Port) string {
+	name := ""
+	for _, p := range dsts {
+		found := ""
+		for _, cp := range p.Ports {
+			if cp.Port == o && cp.Name != "" {
+				found = cp.Name
+			}
+		}
+		if found == "" || name != "" && found != name {
+			return ""
+		}
+		name = found
+	}
+	return name
+}
+
+// dnsRule keeps the cluster DNS reachable: the pods CoreDNS runs as, in
+// kube-system, on 53 over UDP and TCP.
+func dnsRule() networkingv1.NetworkPolicyEgressRule {
+	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
+	p53 := intstr.FromInt32(53)
+	return networkingv1.NetworkPolicyEgressRule{
+		To: []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "kube-system"}},
+			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+		}},
+		Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &p53}, {Protocol: &tcp, Port: &p53}},
+	}
+}
+
+// maxJustified bounds the flows an annotation lists.
+const maxJustified = 20
+
+// justification lists the flows that made a policy.
+func justification(flows []Flow) string {
+	lines := make([]string, 0, min(len(flows), maxJustified)+1)
+	for i, f := range flows {
+		if i == maxJustified {
+			lines = append(lines, fmt.Sprintf("and %d more", len(flows)-maxJustified))
+			break
+		}
+		lines = append(lines, f.String())
+	}
+	return strings.Join(lines, "\n")
+}
