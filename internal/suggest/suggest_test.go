@@ -6,6 +6,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/source"
@@ -41,22 +42,29 @@ spec: {containers: [{name: c}]}
 status: {podIP: 198.18.2.1}
 `
 
-// TestSuggest: one policy per workload, staged, isolating both ways, with
-// the observed flows and the DNS; the Deployment's pods selected by the
-// label they share and keep, the port by its name, the other namespace by
-// its name, the outside address alone.
-func TestSuggest(t *testing.T) {
+// fixture is the engine of cluster and three flows: the client to both
+// web pods (by name, then by address), a web pod to an outside address.
+func fixture(t *testing.T) (*engine.Engine, []Flow) {
+	t.Helper()
 	dec := &source.Decoder{}
 	e, _, err := pipeline.Build(dec.Decode("c.yaml", []byte(cluster)), dec.Diags, pipeline.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tcp := func(n uint16) l4.Port { return l4.Port{Proto: l4.TCP, Num: n} }
-	flows := []Flow{
+	return e, []Flow{
 		{From: "app/client", To: "shop/web-7d9f-a", Port: tcp(8080), Count: 3},
 		{From: "198.18.2.1", To: "198.18.1.2", Port: tcp(8080), Count: 1},
 		{From: "shop/web-7d9f-b", To: "198.18.200.7", Port: tcp(443), Count: 2},
 	}
+}
+
+// TestSuggest: one policy per workload, staged, isolating both ways, with
+// the observed flows and the DNS; the Deployment's pods selected by the
+// label they share and keep, the port by its name, the other namespace by
+// its name, the outside address alone.
+func TestSuggest(t *testing.T) {
+	e, flows := fixture(t)
 	nps, err := Suggest(e.Cluster(), flows, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -79,18 +87,7 @@ func TestSuggest(t *testing.T) {
 // allowed; the two web pods no longer reach each other (they were never
 // seen to), and nothing unobserved stays open among the declared ports.
 func TestVerify(t *testing.T) {
-	dec := &source.Decoder{}
-	objs := dec.Decode("c.yaml", []byte(cluster))
-	before, _, err := pipeline.Build(objs, dec.Diags, pipeline.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tcp := func(n uint16) l4.Port { return l4.Port{Proto: l4.TCP, Num: n} }
-	flows := []Flow{
-		{From: "app/client", To: "shop/web-7d9f-a", Port: tcp(8080), Count: 3},
-		{From: "198.18.2.1", To: "198.18.1.2", Port: tcp(8080), Count: 1},
-		{From: "shop/web-7d9f-b", To: "198.18.200.7", Port: tcp(443), Count: 2},
-	}
+	before, flows := fixture(t)
 	nps, err := Suggest(before.Cluster(), flows, Options{Enforce: true})
 	if err != nil {
 		t.Fatal(err)
