@@ -20,6 +20,7 @@ func newSuggest() *cobra.Command {
 	var in inputFlags
 	var flowsPath, output, outDir string
 	var enforce bool
+	var opts suggest.Options
 	cmd := &cobra.Command{
 		Use:   "suggest -f MANIFESTS --flows FILE",
 		Short: "Write the least-privilege NetworkPolicies that allow observed flows, and check them",
@@ -31,7 +32,8 @@ sources and destinations on the observed ports, and the cluster DNS
 labels a workload's pods share and keep (never pod-template-hash or another
 controller's hash); other namespaces are named by kubernetes.io/metadata.name;
 a port is written by name where every destination pod declares that name;
-an address outside the cluster is written alone (/32, /128). Each policy's
+an address outside the cluster is written alone (/32, /128), or as the
+prefix that covers it with --cidr-max and --cidr-max6. Each policy's
 annotation netpol.io/suggested-from lists the flows behind it, and
 netpol.io/staged: "true" keeps it from being enforced until --enforce (or
 until you remove the annotation): applied staged, the agent's audit log shows
@@ -79,7 +81,8 @@ gap). The check is written to stderr, or with the policies under -o json.`,
 			if err != nil {
 				return err
 			}
-			nps, err := suggest.Suggest(before.Cluster(), flows, suggest.Options{Enforce: enforce})
+			opts.Enforce = enforce
+			nps, err := suggest.Suggest(before.Cluster(), flows, opts)
 			if err != nil {
 				return troubleError{err}
 			}
@@ -99,6 +102,8 @@ gap). The check is written to stderr, or with the policies under -o json.`,
 	in.register(cmd)
 	cmd.Flags().StringVar(&flowsPath, "flows", "", "the observed flows: CSV, JSON, or netpol lab probe -o json; - for stdin")
 	cmd.Flags().BoolVar(&enforce, "enforce", false, `leave out netpol.io/staged: "true", so the policies are enforced once applied`)
+	cmd.Flags().IntVar(&opts.CIDRMax4, "cidr-max", 32, "write an outside IPv4 address as the prefix of this length that covers it")
+	cmd.Flags().IntVar(&opts.CIDRMax6, "cidr-max6", 128, "write an outside IPv6 address as the prefix of this length that covers it")
 	cmd.Flags().StringVar(&outDir, "out-dir", "", "write one YAML file per namespace into this directory instead of stdout")
 	outputFlag(cmd, &output, "yaml", "json")
 	return cmd

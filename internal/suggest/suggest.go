@@ -6,7 +6,8 @@
 // workload's pods share and keep (never a controller's hash),
 // kubernetes.io/metadata.name for namespaces, named ports where the
 // destination declares them, single addresses for peers outside the
-// cluster. It is a front end's part: it imports engine, state, l4 and the
+// cluster (or the prefixes that cover them, as wide as the options
+// allow). It is a front end's part: it imports engine, state, l4 and the
 // API types, and only cli imports it.
 package suggest
 
@@ -48,6 +49,11 @@ type Options struct {
 	// Enforce leaves the staged annotation off: the policies are enforced
 	// once applied.
 	Enforce bool
+	// CIDRMax4 and CIDRMax6 are the prefix lengths that outside addresses
+	// are widened to, each to the prefix that covers it (0: /32 and /128,
+	// every address alone): a service behind changing addresses of one
+	// network needs one rule, not one per address seen.
+	CIDRMax4, CIDRMax6 int
 }
 
 // unstableLabels are set by controllers per revision or per pod: a
@@ -98,7 +104,7 @@ func Suggest(c *state.Cluster, flows []Flow, opts Options) ([]*networkingv1.Netw
 				if p := c.PodByIP(a.Unmap()); p != nil && !p.HostNetwork {
 					end.k.w = workloadFor(c, p, byPod)
 				} else {
-					end.k.addr = a.Unmap()
+					end.k.addr = widen(a.Unmap(), opts)
 				}
 				continue
 			}
@@ -157,11 +163,24 @@ func Suggest(c *state.Cluster, flows []Flow, opts Options) ([]*networkingv1.Netw
 	return out, nil
 }
 
-// peerKey is one peer of a workload's side: a workload, or an address
+// peerKey is one peer of a workload's side: a workload, or addresses
 // outside the cluster.
 type peerKey struct {
 	w    *workload
-	addr netip.Addr
+	addr netip.Prefix
+}
+
+// widen is the prefix an outside address is written as (Options.CIDRMax4,
+// CIDRMax6).
+func widen(a netip.Addr, opts Options) netip.Prefix {
+	bits := opts.CIDRMax4
+	if a.Is6() {
+		bits = opts.CIDRMax6
+	}
+	if bits <= 0 || bits > a.BitLen() {
+		bits = a.BitLen()
+	}
+	return netip.PrefixFrom(a, bits).Masked()
 }
 
 // order sorts peers: workloads by namespace and name, then addresses.
@@ -233,11 +252,11 @@ func workloadFor(c *state.Cluster, p *state.Pod, byPod map[string]*workload) *wo
 	return w
 }
 
-// peer selects other (a workload, or an address outside the cluster) as
+// peer selects other (a workload, or addresses outside the cluster) as
 // seen from w's namespace.
-func peer(w, other *workload, addr netip.Addr) networkingv1.NetworkPolicyPeer {
+func peer(w, other *workload, addrs netip.Prefix) networkingv1.NetworkPolicyPeer {
 	if other == nil {
-		return networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(addr, addr.BitLen()).String()}}
+		return networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: addrs.String()}}
 	}
 	p := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: other.selector}}
 	if other.namespace != w.namespace {

@@ -118,3 +118,31 @@ func TestVerify(t *testing.T) {
 		t.Errorf("annotations %v, want netpol.io/staged", staged[0].Annotations)
 	}
 }
+
+// TestSuggestCIDRMax: outside addresses are widened to the prefix that
+// covers them, as wide as the options allow: two addresses of one /24 make
+// one rule, an IPv6 address its /64.
+func TestSuggestCIDRMax(t *testing.T) {
+	e, _ := fixture(t)
+	https := l4.Port{Proto: l4.TCP, Num: 443}
+	flows := []Flow{
+		{From: "shop/web-7d9f-a", To: "198.18.200.7", Port: https, Count: 1},
+		{From: "shop/web-7d9f-b", To: "198.18.200.9", Port: https, Count: 1},
+		{From: "shop/web-7d9f-b", To: "fd00::5:1", Port: https, Count: 1},
+	}
+	nps, err := Suggest(e.Cluster(), flows, Options{CIDRMax4: 24, CIDRMax6: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range nps[0].Spec.Egress {
+		for _, p := range r.To {
+			if p.IPBlock != nil {
+				got = append(got, p.IPBlock.CIDR+" "+r.Ports[0].Port.String())
+			}
+		}
+	}
+	if want := []string{"198.18.200.0/24 443", "fd00::/64 443"}; strings.Join(got, ", ") != strings.Join(want, ", ") || nps[0].Name != "web-suggested" {
+		t.Errorf("%s egress to %q, want %q", nps[0].Name, got, want)
+	}
+}
