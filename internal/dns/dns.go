@@ -15,8 +15,10 @@
 package dns
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"strings"
 
@@ -152,6 +154,29 @@ func QueryAgain(msg []byte, id uint16) ([]byte, error) {
 		return nil, err
 	}
 	return b.Finish()
+}
+
+// WriteTCP writes msg as DNS over TCP frames it: after its length in two
+// octets (RFC 1035 4.2.2).
+func WriteTCP(w io.Writer, msg []byte) error {
+	_, err := w.Write(binary.BigEndian.AppendUint16(make([]byte, 0, 2+len(msg)), uint16(len(msg))))
+	if err == nil {
+		_, err = w.Write(msg)
+	}
+	return err
+}
+
+// ReadTCP reads one message framed as WriteTCP writes it.
+func ReadTCP(r io.Reader) ([]byte, error) {
+	var n [2]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, err
+	}
+	msg := make([]byte, binary.BigEndian.Uint16(n[:]))
+	if _, err := io.ReadFull(r, msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
 }
 
 type cnameRecord struct {

@@ -1,6 +1,7 @@
 package dns
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"net/netip"
@@ -207,5 +208,23 @@ func TestTruncatedAndQueryAgain(t *testing.T) {
 		3, 'b', 'i', 'g', 7, 'E', 'x', 'a', 'm', 'p', 'l', 'e', 3, 'o', 'r', 'g', 0, 0, 28, 0, 1}
 	if !slices.Equal(q, want) {
 		t.Errorf("query\n%v\nwant\n%v", q, want)
+	}
+}
+
+// TestTCPFraming: a message written as DNS over TCP frames it reads back
+// whole; a frame cut short is an error.
+func TestTCPFraming(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteTCP(&b, []byte{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Bytes(); !slices.Equal(got, []byte{0, 3, 1, 2, 3}) {
+		t.Errorf("frame %v, want 0 3 1 2 3", got)
+	}
+	if msg, err := ReadTCP(&b); err != nil || !slices.Equal(msg, []byte{1, 2, 3}) {
+		t.Errorf("read %v %v", msg, err)
+	}
+	if _, err := ReadTCP(bytes.NewReader([]byte{0, 5, 1})); err == nil {
+		t.Error("a frame cut short read without an error")
 	}
 }

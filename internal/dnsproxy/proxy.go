@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"slices"
@@ -240,8 +239,7 @@ func (p *Proxy) askOverTCP(server netip.AddrPort, msg []byte) {
 	_, _, _ = p.learner.learn(full)
 }
 
-// exchangeTCP sends query to server over TCP and reads one answer
-// (RFC 1035 4.2.2: each message after its length in two octets).
+// exchangeTCP sends query to server over TCP and reads one answer.
 func exchangeTCP(server netip.AddrPort, query []byte) ([]byte, error) {
 	c, err := net.DialTimeout("tcp", server.String(), askTimeout)
 	if err != nil {
@@ -251,18 +249,10 @@ func exchangeTCP(server netip.AddrPort, query []byte) ([]byte, error) {
 	if err := c.SetDeadline(time.Now().Add(askTimeout)); err != nil {
 		return nil, err
 	}
-	if _, err := c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(query))), query...)); err != nil {
+	if err := dns.WriteTCP(c, query); err != nil {
 		return nil, err
 	}
-	var n [2]byte
-	if _, err := io.ReadFull(c, n[:]); err != nil {
-		return nil, err
-	}
-	full := make([]byte, binary.BigEndian.Uint16(n[:]))
-	if _, err := io.ReadFull(c, full); err != nil {
-		return nil, err
-	}
-	return full, nil
+	return dns.ReadTCP(c)
 }
 
 // capCheck tells CapHit, at most once a minute, that the cap held

@@ -274,31 +274,15 @@ func dnsTCPLoop(ln net.Listener, zone []ZoneRecord) {
 		go func() {
 			defer c.Close()
 			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-			var n [2]byte
-			if _, err := readFull(c, n[:]); err != nil {
-				return
-			}
-			query := make([]byte, int(n[0])<<8|int(n[1]))
-			if _, err := readFull(c, query); err != nil {
+			query, err := dns.ReadTCP(c)
+			if err != nil {
 				return
 			}
 			if msg, err := answerQuery(zone, query); err == nil {
-				_, _ = c.Write(append([]byte{byte(len(msg) >> 8), byte(len(msg))}, msg...))
+				_ = dns.WriteTCP(c, msg)
 			}
 		}()
 	}
-}
-
-func readFull(c net.Conn, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := c.Read(b[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 // dnsAddr is the kube-dns Service's address of like's family.
@@ -427,15 +411,11 @@ func resolveTCP(server netip.Addr, query []byte) (dns.Answer, error) {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write(append([]byte{byte(len(query) >> 8), byte(len(query))}, query...)); err != nil {
+	if err := dns.WriteTCP(c, query); err != nil {
 		return dns.Answer{}, err
 	}
-	var n [2]byte
-	if _, err := readFull(c, n[:]); err != nil {
-		return dns.Answer{}, err
-	}
-	msg := make([]byte, int(n[0])<<8|int(n[1]))
-	if _, err := readFull(c, msg); err != nil {
+	msg, err := dns.ReadTCP(c)
+	if err != nil {
 		return dns.Answer{}, err
 	}
 	return dns.ParseResponse(msg)
