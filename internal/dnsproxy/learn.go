@@ -157,10 +157,13 @@ func (l *learner) learn(msg []byte) (dns.Answer, bool, error) {
 		l.stats.Unreadable++
 		return a, false, err
 	}
-	named := false
+	var matched []target // the rules that name the asked name
 	for _, t := range l.targets {
-		named = named || matchesAny(t.patterns, a.Name)
+		if matchesAny(t.patterns, a.Name) {
+			matched = append(matched, t)
+		}
 	}
+	named := len(matched) > 0
 	if a.RCode != 0 || len(a.Addrs) == 0 || !named {
 		return a, named, nil
 	}
@@ -172,10 +175,7 @@ func (l *learner) learn(msg []byte) (dns.Answer, bool, error) {
 	var keys []learnedKey
 	var until []time.Time
 	fresh := 0 // addresses of keys not learned before
-	for _, t := range l.targets {
-		if !matchesAny(t.patterns, a.Name) {
-			continue
-		}
+	for _, t := range matched {
 		for _, ad := range a.Addrs {
 			timeout := min(max(time.Duration(ad.TTL)*time.Second, l.limits.MinTTL), l.limits.MaxTTL)
 			k := learnedKey{t.set, ad.IP}
