@@ -3,6 +3,7 @@ package suggest
 import (
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/state"
 )
 
 // Report says what suggested policies do, from the engine's verdicts on
@@ -48,10 +49,17 @@ func Verify(before, after *engine.Engine, flows []Flow) (Report, error) {
 			observed[cell{src.Pod.Key(), dst.Pod.Key(), f.Port}] = true
 		}
 	}
+	// Keys and the pods of before, once per pod, not per pair and port.
 	pods := after.Cluster().Pods
-	for _, s := range pods {
-		for _, d := range pods {
-			if s == d || s.HostNetwork || d.HostNetwork {
+	keys := make([]string, len(pods))
+	was := make([]*state.Pod, len(pods))
+	for i, p := range pods {
+		keys[i] = p.Key()
+		was[i] = before.Cluster().Pod(keys[i])
+	}
+	for i, s := range pods {
+		for j, d := range pods {
+			if i == j || s.HostNetwork || d.HostNetwork {
 				continue
 			}
 			for _, cp := range d.Ports {
@@ -61,10 +69,12 @@ func Verify(before, after *engine.Engine, flows []Flow) (Report, error) {
 				}
 				r.Cells++
 				allowedAfter := after.Allowed(fa)
-				if fb, ok := before.PodFlow(before.Cluster().Pod(s.Key()), before.Cluster().Pod(d.Key()), cp.Port); ok && before.Allowed(fb) && !allowedAfter {
-					r.Lost++
+				if was[i] != nil && was[j] != nil && !allowedAfter {
+					if fb, ok := before.PodFlow(was[i], was[j], cp.Port); ok && before.Allowed(fb) {
+						r.Lost++
+					}
 				}
-				if allowedAfter && !observed[cell{s.Key(), d.Key(), cp.Port}] {
+				if allowedAfter && !observed[cell{keys[i], keys[j], cp.Port}] {
 					r.OpenUnobserved++
 				}
 			}
