@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +36,7 @@ func probeNames(cmd *cobra.Command, l *lab.Lab, e *engine.Engine, ports []l4.Por
 		return usageError{fmt.Errorf("lab %s has no DNS zone: give the manifests a ConfigMap kube-system/lab-dns and a Service kube-system/kube-dns", l.Name)}
 	}
 	cells := l.ProbeNames(ports)
-	learned := map[string][]string{} // address -> names it was an answer for
+	answered := lab.Answered{}
 	rows := make([]nameProbeRow, 0, len(cells))
 	bad := 0
 	for _, c := range cells {
@@ -49,18 +48,13 @@ func probeNames(cmd *cobra.Command, l *lab.Lab, e *engine.Engine, ports []l4.Por
 			continue
 		}
 		r.Addr = c.Addr.String()
-		if !slices.Contains(learned[r.Addr], c.Name) {
-			learned[r.Addr] = append(learned[r.Addr], c.Name)
-		}
-		src, _ := e.Endpoint(c.From)
-		dst, _ := e.Endpoint(r.Addr)
-		dst, err := dst.ResolvedAs(learned[r.Addr])
+		answered.Add(c)
+		_, v, err := answered.Predict(e, c.From, c.Addr, c.Port)
 		if err != nil {
 			return err
 		}
-		predicted := e.Allowed(engineFlow(src, dst, c.Port))
-		r.Predicted = verdictWord(predicted, nil)
-		if predicted != c.Observed {
+		r.Predicted = verdictWord(v.Allowed, nil)
+		if v.Allowed != c.Observed {
 			r.Mismatch = true
 			bad++
 		}

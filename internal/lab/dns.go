@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/netpol/netpol/internal/dns"
+	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/source"
@@ -498,4 +500,36 @@ func (l *Lab) ProbeNames(ports []l4.Port) []NameCell {
 		}
 	}
 	return cells
+}
+
+// Answered are the names each address was an answer for in a run of
+// probes: in the kernel an address that an answer taught stays allowed by
+// a rule naming the name until the answer's TTL expires, whoever connects
+// and however they came by the address, so a prediction gives the address
+// all of them (engine.Endpoint.ResolvedAs).
+type Answered map[netip.Addr][]string
+
+// Add notes that c's name resolved to c's address.
+func (a Answered) Add(c NameCell) {
+	if !slices.Contains(a[c.Addr], c.Name) {
+		a[c.Addr] = append(a[c.Addr], c.Name)
+	}
+}
+
+// Predict is e's flow and verdict from pod or address from to address to
+// on port, to standing for the names it was an answer for.
+func (a Answered) Predict(e *engine.Engine, from string, to netip.Addr, port l4.Port) (engine.Flow, engine.Verdict, error) {
+	src, err := e.Endpoint(from)
+	if err != nil {
+		return engine.Flow{}, engine.Verdict{}, err
+	}
+	dst, err := e.Endpoint(to.String())
+	if err == nil {
+		dst, err = dst.ResolvedAs(a[to])
+	}
+	if err != nil {
+		return engine.Flow{}, engine.Verdict{}, err
+	}
+	f := engine.Flow{Src: src, Dst: dst, Port: port}
+	return f, e.Decide(f), nil
 }

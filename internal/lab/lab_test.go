@@ -6,18 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/netpol/netpol/internal/engine"
-	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/lab"
 	"github.com/netpol/netpol/internal/scenario"
 )
@@ -104,11 +101,7 @@ func replay(t *testing.T, s *scenario.Scenario, name string, probed map[string]i
 	}
 	var l *lab.Lab
 	var servers *lab.Servers
-	// learned are the names each address was an answer for so far: in the
-	// kernel a domainNames rule allows an address that an answer for one
-	// of its names taught, until the answer's TTL expires, whoever
-	// connects and however they came by the address.
-	learned := map[netip.Addr][]string{}
+	answered := lab.Answered{} // the names each address was an answer for so far
 	t.Cleanup(func() {
 		if servers != nil {
 			servers.Close()
@@ -161,7 +154,10 @@ func replay(t *testing.T, s *scenario.Scenario, name string, probed map[string]i
 			}
 			probed[family]++
 			probed[c.Port.Proto.String()+" "+word(c.Observed)]++
-			f, v := decide(st.Engine, c.SrcIP.String(), c.DstIP.String(), c.Port, learned[c.DstIP]...)
+			f, v, err := answered.Predict(st.Engine, c.SrcIP.String(), c.DstIP, c.Port)
+			if err != nil {
+				return err
+			}
 			if v.Allowed != c.Observed {
 				var trace bytes.Buffer
 				engine.WriteTrace(&trace, f, v)
@@ -173,11 +169,12 @@ func replay(t *testing.T, s *scenario.Scenario, name string, probed map[string]i
 			if c.Err != nil {
 				return fmt.Errorf("probe %s -> %s: %w", c.From, c.Name, c.Err)
 			}
-			if !slices.Contains(learned[c.Addr], c.Name) {
-				learned[c.Addr] = append(learned[c.Addr], c.Name)
-			}
+			answered.Add(c)
 			probed["to a name "+word(c.Observed)]++
-			f, v := decide(st.Engine, c.From, c.Addr.String(), c.Port, learned[c.Addr]...)
+			f, v, err := answered.Predict(st.Engine, c.From, c.Addr, c.Port)
+			if err != nil {
+				return err
+			}
 			if v.Allowed != c.Observed {
 				var trace bytes.Buffer
 				engine.WriteTrace(&trace, f, v)
@@ -222,16 +219,6 @@ func replay(t *testing.T, s *scenario.Scenario, name string, probed map[string]i
 			t.Errorf("step %q: engine disagrees with the scenario: %s -> %s %s", st.Name, m.From, m.To, m.Port)
 		}
 	}
-}
-
-// decide is the engine's verdict for a flow to address to, which DNS
-// answers gave for names (none: an address nobody resolved).
-func decide(e *engine.Engine, from, to string, port l4.Port, names ...string) (engine.Flow, engine.Verdict) {
-	src, _ := e.Endpoint(from)
-	dst, _ := e.Endpoint(to)
-	dst, _ = dst.ResolvedAs(names)
-	f := engine.Flow{Src: src, Dst: dst, Port: port}
-	return f, e.Decide(f)
 }
 
 func word(allowed bool) string {
