@@ -211,6 +211,18 @@ items:
 			t.Errorf("%s: owner %q, want %q", p.Key(), p.Owner, want[p.Key()])
 		}
 	}
+	workloads := map[string]string{
+		"x/web-7d4b9c8f6d-x2k9p": "x/Deployment/web",
+		"x/plain-rs-b8kq2":       "x/ReplicaSet/plain-rs",
+		"x/db-0":                 "x/StatefulSet/db",
+		"x/noted":                "x/noted",
+		"x/bare":                 "x/bare",
+	}
+	for _, p := range c.Pods {
+		if p.Workload() != workloads[p.Key()] {
+			t.Errorf("%s: workload %q, want %q", p.Key(), p.Workload(), workloads[p.Key()])
+		}
+	}
 }
 
 // TestOwnedPodErrorsNameThePodsFields: a Pod object with an owner is still

@@ -77,6 +77,17 @@ func (p *Pod) Before(q *Pod) bool {
 // Key is "namespace/name".
 func (p *Pod) Key() string { return p.Namespace.Name + "/" + p.Name }
 
+// Workload names what made the pod, as recorded flows name their ends:
+// "namespace/Kind/name" for a controller's pod, which outlives the pod's
+// own name across rollouts, or its Key for a bare pod.
+func (p *Pod) Workload() string {
+	kind, name, ok := strings.Cut(p.Owner, " ")
+	if !ok {
+		return p.Key()
+	}
+	return p.Namespace.Name + "/" + kind + "/" + name
+}
+
 // IP returns the pod's address of the family of like (IPv4 when like is invalid).
 func (p *Pod) IP(like netip.Addr) (netip.Addr, bool) {
 	want4 := !like.IsValid() || like.Is4()
