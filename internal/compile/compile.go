@@ -32,6 +32,9 @@ type Compiler struct {
 	// AuditDenies logs every deny (deny rules of all tiers and NetworkPolicy
 	// isolation), whatever the policies' audit annotations say.
 	AuditDenies bool
+	// Record logs every new connection of the node's pods, allowed or
+	// denied, for the agent's record of observed traffic (IR.Record).
+	Record bool
 
 	last       map[string]cachedSet // by set name
 	lastTables map[tableKey]cachedTable
@@ -93,7 +96,7 @@ func (c *nodeCompile) reuse(name, key string, pods iter.Seq[*state.Pod], ports b
 
 // Node compiles the IR of node.
 func (k *Compiler) Node(e *engine.Engine, node string) *IR {
-	c := &nodeCompile{e: e, ir: &IR{Node: node}, tables: map[string]*Table{}, sets: map[string]*AddrSet{}, endpoints: map[string]*EndpointSet{},
+	c := &nodeCompile{e: e, ir: &IR{Node: node, Record: k.Record}, tables: map[string]*Table{}, sets: map[string]*AddrSet{}, endpoints: map[string]*EndpointSet{},
 		domains:     map[string]*DomainSet{},
 		auditDenies: k.AuditDenies, last: k.last, next: map[string]cachedSet{},
 		lastTables: k.lastTables, nextTables: map[tableKey]cachedTable{}}

@@ -29,6 +29,10 @@ type IR struct {
 	// DomainSets are the addresses that domainNames peers stand for:
 	// learned at run time from DNS answers, none at compile time.
 	DomainSets []*DomainSet `json:"domainSets,omitempty"`
+	// Record: every new connection of the node's pods is logged, with the
+	// verdict it met, for the record of observed traffic (package record).
+	// It changes no verdict.
+	Record bool `json:"record,omitempty"`
 }
 
 // LocalPod binds a pod's addresses to its tables. An empty table name means

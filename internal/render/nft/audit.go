@@ -30,14 +30,15 @@ const LogGroup = 100
 // Kernel rate limit of each logged decision.
 const logLimit = "limit rate 50/second burst 100 packets"
 
-// ruleVerdict is the verdict statement of rule r of table t.
-func ruleVerdict(chains map[string][]rule, t *compile.Table, r compile.Rule, rest string) string {
+// ruleVerdict is the verdict statement of rule r of table t; drop is the
+// one that denies (tableChains).
+func ruleVerdict(chains map[string][]rule, t *compile.Table, r compile.Rule, rest, drop string) string {
 	if r.Action == compile.Pass {
 		return "goto " + rest
 	}
 	verdict := "return"
 	if r.Action == compile.Drop && !t.LogOnly {
-		verdict = "drop"
+		verdict = drop
 	}
 	return logVerdict(chains, r.Audit, verdict)
 }

@@ -114,3 +114,21 @@ func listTable(t *testing.T, table string) []string {
 	slices.Sort(blocks)
 	return blocks
 }
+
+// TestLabRecordRuleset: the kernel takes the recording rules, on a first
+// sync and when recording is turned on and off over netlink syncs, and
+// holds what nft loads from scratch for the same IR each time.
+func TestLabRecordRuleset(t *testing.T) {
+	inNewNetns(t, func(nf knftables.Interface) {
+		r := nft.New(nf)
+		r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
+		for i, record := range []bool{true, false, true} {
+			ir := compileYAML(t, cluster)
+			ir.Record = record
+			if _, err := r.Sync(context.Background(), ir); err != nil {
+				t.Fatalf("sync %d (record %v): %v", i, record, err)
+			}
+			compareWithScratch(t, "record", ir)
+		}
+	})
+}

@@ -117,6 +117,9 @@ func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
 	if r.laterDeletes {
 		p.deletes = r.nft.NewTransaction()
 	}
+	if r.programmed != nil && r.programmed.record != want.record {
+		r.programmed = nil // the base chains change: write them anew
+	}
 	if r.programmed == nil {
 		if err := r.reconcile(ctx, p.tx, p.deletes, want, &p.st); err != nil {
 			return p, err
@@ -288,7 +291,7 @@ func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transac
 	}
 	writeBase(tx)
 	writeContent(tx, want, st)
-	writeBaseRules(tx)
+	writeBaseRules(tx, want.record)
 	for _, name := range have["chain"] {
 		if _, ok := want.chains[name]; !ok && !isBase(name) {
 			deletes.Delete(&knftables.Chain{Name: name})
@@ -318,7 +321,7 @@ func isDomainSet(name string) bool { return strings.HasPrefix(name, compile.Doma
 func writeAll(tx *knftables.Transaction, want *ruleset, st *Stats) {
 	writeBase(tx)
 	writeContent(tx, want, st)
-	writeBaseRules(tx)
+	writeBaseRules(tx, want.record)
 }
 
 // writeBase declares the table and its base chains, emptied: their rules
@@ -337,8 +340,9 @@ func writeBase(tx *knftables.Transaction) {
 	writeCutSets(tx)
 }
 
-// writeBaseRules fills the base chains, once the chains they jump to exist.
-func writeBaseRules(tx ops) {
+// writeBaseRules fills the base chains, once the chains they jump to exist;
+// with record, what gets past both directions is recorded as allowed.
+func writeBaseRules(tx ops, record bool) {
 	tx.Add(&knftables.Rule{Chain: chainForward, Rule: "ct state established,related accept"})
 	writeCutRules(tx, chainForward)
 	tx.Add(&knftables.Rule{Chain: chainForward, Rule: "jump " + chainEgress})
@@ -349,6 +353,11 @@ func writeBaseRules(tx ops) {
 		Comment: knftables.PtrTo("IPv6 neighbour discovery with the node is link plumbing, as ARP is")})
 	tx.Add(&knftables.Rule{Chain: chainInput, Rule: "jump " + chainEgress,
 		Comment: knftables.PtrTo("pods talking to this node's own addresses")})
+	if record {
+		for _, chain := range []string{chainForward, chainInput} {
+			tx.Add(&knftables.Rule{Chain: chain, Rule: "ct state new jump " + chainRecord})
+		}
+	}
 }
 
 // writeContent adds every set, map and chain of want (into a table whose

@@ -52,6 +52,9 @@ type ruleset struct {
 	chains map[string][]rule // non-base chains
 	sets   map[string]*container
 	maps   map[string]*container
+	// record: the base chains end in the jump to the record chain
+	// (record.go).
+	record bool
 }
 
 type rule struct {
@@ -85,6 +88,7 @@ type builder struct {
 	sets      map[string]builtSet
 	endpoints map[string]builtEndpoints
 	tables    map[string]map[string][]rule // IR table name -> its chains (log chains too)
+	record    bool                         // the tables' drops go through record-deny
 }
 
 type builtSet struct {
@@ -104,6 +108,14 @@ func build(ir *compile.IR) *ruleset { return new(builder).build(ir) }
 // build returns: rulesets share them.
 func (b *builder) build(ir *compile.IR) *ruleset {
 	rs := newRuleset()
+	drop := "drop"
+	if ir.Record {
+		recordObjects(rs, ir)
+		drop = "goto " + chainRecordDeny
+	}
+	if b.record != ir.Record {
+		b.tables = nil // their drops change
+	}
 	verdictMaps(rs, ir, "", func(p compile.LocalPod) (string, string) { return p.Ingress, p.Egress })
 	sets := make(map[string]builtSet, len(ir.Sets))
 	for _, s := range ir.Sets {
@@ -152,7 +164,7 @@ func (b *builder) build(ir *compile.IR) *ruleset {
 	for _, t := range ir.Tables {
 		chains, ok := b.tables[t.Name]
 		if !ok {
-			chains = tableChains(t)
+			chains = tableChains(t, drop)
 		}
 		tables[t.Name] = chains
 		for name, c := range chains {
@@ -160,7 +172,7 @@ func (b *builder) build(ir *compile.IR) *ruleset {
 		}
 	}
 	stagedMaps(rs, ir)
-	b.sets, b.endpoints, b.tables = sets, endpoints, tables
+	b.sets, b.endpoints, b.tables, b.record = sets, endpoints, tables, ir.Record
 	return rs
 }
 
@@ -191,8 +203,9 @@ func verdictMaps(rs *ruleset, ir *compile.IR, prefix string, chains func(compile
 
 // tableChains returns the chains of one IR table: its own, and the log
 // chains its audited rules go to. When an admin rule passes, what follows
-// the admin tier goes to a second chain that the pass jumps to.
-func tableChains(t *compile.Table) map[string][]rule {
+// the admin tier goes to a second chain that the pass jumps to. drop is
+// the verdict that denies ("drop", or the goto to record-deny).
+func tableChains(t *compile.Table, drop string) map[string][]rule {
 	chains := map[string][]rule{}
 	name, rest := t.Name, t.Name
 	for _, r := range t.Rules {
@@ -206,7 +219,7 @@ func tableChains(t *compile.Table) map[string][]rule {
 		if r.Tier != policy.TierAdmin {
 			chain = rest
 		}
-		chains[chain] = append(chains[chain], ruleTexts(t.Dir, r, ruleVerdict(chains, t, r, rest))...)
+		chains[chain] = append(chains[chain], ruleTexts(t.Dir, r, ruleVerdict(chains, t, r, rest, drop))...)
 	}
 	if rest != name {
 		chains[name] = append(chains[name], rule{text: "goto " + rest})
@@ -219,7 +232,7 @@ func tableChains(t *compile.Table) map[string][]rule {
 		for _, r := range t.IsolatedBy {
 			refs = append(refs, r.String())
 		}
-		verdict := "drop"
+		verdict := drop
 		if t.LogOnly {
 			verdict = "return"
 		}

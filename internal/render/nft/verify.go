@@ -52,7 +52,7 @@ func (r *Renderer) Verify(ctx context.Context) (string, error) {
 		}
 	}
 	wantRules := ruleCount{}
-	writeBaseRules(wantRules)
+	writeBaseRules(wantRules, want.record)
 	for _, chain := range []string{chainForward, chainInput} {
 		rules, err := r.nft.ListRules(ctx, chain)
 		if err != nil {
