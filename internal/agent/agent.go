@@ -72,6 +72,9 @@ type Config struct {
 	// DNSServers are the addresses whose DNS answers teach; none: the
 	// cluster IPs of the Service kube-system/kube-dns in the input.
 	DNSServers []netip.Addr
+	// Record keeps the record of observed traffic (record.go); nil: the
+	// kernel records nothing.
+	Record Recorder
 }
 
 // Auditor turns the kernel's log into audit lines (package audit).
@@ -181,9 +184,12 @@ func New(cfg Config, renderer *nft.Renderer, logTx func(string)) *Agent {
 	if cfg.DNS != nil {
 		m.registry.MustRegister(dnsCollectors(cfg.DNS)...)
 	}
+	if cfg.Record != nil {
+		m.registry.MustRegister(recordCollectors(cfg.Record)...)
+	}
 	return &Agent{cfg: cfg, renderer: renderer, status: Status{Node: cfg.Node}, logTx: logTx, metrics: m,
 		health: health{deadline: time.Minute + 10*cfg.Interval}, builder: &pipeline.Builder{Options: cfg.Pipeline},
-		compiler: compile.Compiler{AuditDenies: cfg.AuditDenies}}
+		compiler: compile.Compiler{AuditDenies: cfg.AuditDenies, Record: cfg.Record != nil}}
 }
 
 // Run loops until ctx is done. After each pass it checks that the kernel
@@ -358,6 +364,9 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 			}
 			return ""
 		})
+	}
+	if a.cfg.Record != nil {
+		a.cfg.Record.Update(workloadOf(e.Cluster()))
 	}
 	if a.cfg.DryRun {
 		tx, st, err := a.renderer.Plan(ctx, ir)

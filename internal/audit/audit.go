@@ -15,7 +15,6 @@ package audit
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"net/netip"
 	"strconv"
@@ -240,27 +239,8 @@ func protocolName(p uint8) string {
 	return "IP(" + strconv.Itoa(int(p)) + ")"
 }
 
-// Source is where logged packets come from: an nflog.Reader.
-type Source interface {
-	Read() ([]nflog.Packet, error)
-}
-
 // Run logs what src delivers until src fails for good (closed). Lost and
 // malformed messages are reported to onError and reading goes on.
-func (l *Logger) Run(src Source, onError func(error)) error {
-	for {
-		ps, err := src.Read()
-		for _, p := range ps {
-			if werr := l.Log(p); werr != nil {
-				onError(werr)
-			}
-		}
-		switch {
-		case err == nil:
-		case errors.Is(err, nflog.ErrLost) || errors.Is(err, nflog.ErrMalformed):
-			onError(err)
-		default:
-			return err
-		}
-	}
+func (l *Logger) Run(src nflog.Source, onError func(error)) error {
+	return nflog.Drain(src, l.Log, onError)
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/netpol/netpol/internal/agent"
 	"github.com/netpol/netpol/internal/audit"
+	"github.com/netpol/netpol/internal/observed"
 	"github.com/netpol/netpol/internal/dataplane"
 	"github.com/netpol/netpol/internal/dataplane/nflog"
 	"github.com/netpol/netpol/internal/dnsproxy"
@@ -90,7 +91,9 @@ type agentOptions struct {
 	sources                           []string
 	anpShape, kubeconfig, kubeContext string
 	inCluster, once, elementsViaNft   bool
-	listen, auditLog                  string
+	listen, auditLog, recordPath      string
+	recordEvery                       time.Duration
+	recordMax                         int
 	reportStatus, dnsProxy            bool
 	dnsKernel                         dnsproxy.Kernel
 	dnsLimits                         dnsproxy.Limits
@@ -159,6 +162,19 @@ kernel logs through NFLOG group 100 with a rate limit per rule; repeats of a
 connection attempt within 10s are folded into one line ("repeats"), and at
 most 100 lines a second are written ("rateLimited" counts the rest).
 
+Record (--record FILE): every new connection of the node's pods, allowed or
+denied, is logged by the kernel (NFLOG group 101, at most 1000 a second per
+verdict; no verdict changes) and folded into one entry per source workload,
+destination (workload, or address outside the cluster), port and verdict,
+with a count and the first and last time seen. A pod is named by its
+controller ("shop/Deployment/web"), so the record outlives rollouts. The
+file is one JSON line per entry, replaced atomically every
+--record-interval and when the agent stops; an agent that restarts
+continues it. It holds at most --record-max-flows entries. Give the files of
+every node to netpol suggest --flows to get the policies that allow what
+was seen. A record that cannot be kept (a damaged file, no NFLOG) is logged
+and leaves enforcement alone.
+
 Domain names: an admin rule's domainNames allow the addresses that DNS
 answers gave the node's pods for those names. The agent holds each UDP
 answer of the cluster DNS (the cluster IPs of kube-system/kube-dns, or
@@ -180,7 +196,8 @@ netlink nor write access: it prints each transaction instead.`,
   netpol agent --node node-1 --source examples/tenants --dry-run --once
   netpol agent --node node-1 --kubeconfig ~/.kube/config --dry-run
   NODE_NAME=node-1 netpol agent --in-cluster --listen :9745
-  netpol agent --node node-1 --source manifests/ --audit-denies --audit-log /var/log/netpol/audit.jsonl`,
+  netpol agent --node node-1 --source manifests/ --audit-denies --audit-log /var/log/netpol/audit.jsonl
+  netpol agent --node node-1 --source manifests/ --record /var/lib/netpol/record.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.complete(); err != nil {
@@ -211,6 +228,9 @@ func (o *agentOptions) addFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&o.reportStatus, "report-status", o.reportStatus, "in a cluster, write conditions on the admin policies, and Events for invalid ones and for admin policy kinds that discovery cannot tell")
 	fl.StringVar(&o.auditLog, "audit-log", "-", `where audit lines go: a file (appended to), "-" for stdout, or "off"`)
 	fl.BoolVar(&o.cfg.AuditDenies, "audit-denies", false, "log every denied connection, not only those of policies annotated netpol.io/audit")
+	fl.StringVar(&o.recordPath, "record", "", "record every new connection of this node's pods, allowed or denied, into this file: one JSON line per (source workload, destination, port, verdict) with counts and first and last seen, rewritten every --record-interval; an existing file is continued. netpol suggest --flows reads it")
+	fl.DurationVar(&o.recordEvery, "record-interval", 10*time.Second, "how often the --record file is rewritten (and once more when the agent stops)")
+	fl.IntVar(&o.recordMax, "record-max-flows", 10000, "the most entries the record keeps; connections of new entries past it are counted (netpol_record_dropped_total), not kept")
 	fl.BoolVar(&o.dnsProxy, "dns-proxy", o.dnsProxy, "learn the addresses of domainNames rules from the DNS answers local pods receive, holding each answer until they are programmed; false: connections to domainNames are denied")
 	fl.IPSliceVar(&o.dnsServers, "dns-server", nil, "the DNS server addresses whose answers teach, as pods ask them (the cluster DNS Service's cluster IPs); default: those of the Service kube-system/kube-dns in the input")
 	fl.DurationVar(&o.dnsLimits.MinTTL, "dns-min-ttl", o.dnsLimits.MinTTL, "the least time a learned address stays programmed, whatever the answer's TTL")
@@ -264,6 +284,10 @@ func (o *agentOptions) validate() error {
 		return usageError{fmt.Errorf("read either manifests (--source) or a cluster (--kubeconfig, --context, --in-cluster), not both")}
 	case len(o.sources) == 0 && !o.cluster():
 		return usageError{fmt.Errorf("no input: give --source DIR, or a cluster with --kubeconfig, --context or --in-cluster")}
+	case o.recordPath != "" && o.cfg.DryRun:
+		return usageError{fmt.Errorf("--record: a dry run programs no kernel, so nothing is recorded")}
+	case o.recordEvery <= 0 || o.recordMax <= 0:
+		return usageError{fmt.Errorf("--record-interval and --record-max-flows must be positive")}
 	}
 	return nil
 }
@@ -363,13 +387,71 @@ func (o *agentOptions) kernel(ctx context.Context, cmd *cobra.Command, rec recor
 		}
 		o.cfg.DNS = p
 	}
-	closeAudit := func() {}
+	closeAudit, closeRecord := func() {}, func() {}
 	if o.auditLog != "off" {
 		if closeAudit, err = startAudit(cmd, &o.cfg, o.auditLog); err != nil {
 			return nil, nil, err
 		}
 	}
-	return iface, closeAudit, nil
+	if o.recordPath != "" {
+		closeRecord = o.startRecord(ctx)
+	}
+	return iface, func() { closeRecord(); closeAudit() }, nil
+}
+
+// startRecord opens the kernel's record group, continues the record file,
+// and rewrites it every --record-interval until the returned function is
+// called, which writes it a last time.
+func (o *agentOptions) startRecord(ctx context.Context) func() {
+	// Recording costs the record, never enforcement: the agent goes on
+	// without it, the file left as it was, and says why.
+	rec := observed.New(observed.Options{MaxFlows: o.recordMax, Node: o.cfg.Node})
+	err := rec.Load(o.recordPath)
+	if err == nil {
+		err = rec.Save(o.recordPath)
+	}
+	if err != nil {
+		klog.ErrorS(err, "No record of observed traffic: its file cannot be continued", "file", o.recordPath)
+		return func() {}
+	}
+	r, err := nflog.Open(nft.RecordGroup)
+	if err != nil {
+		klog.ErrorS(err, "No record of observed traffic: the kernel's log group cannot be read", "group", nft.RecordGroup)
+		return func() {}
+	}
+	o.cfg.Record = rec
+	go func() {
+		err := rec.Run(r, func(err error) { klog.ErrorS(err, "Record of observed traffic") })
+		klog.V(2).InfoS("Record reader stopped", "reason", err)
+	}()
+	save := func() {
+		if err := rec.Save(o.recordPath); err != nil {
+			klog.ErrorS(err, "The record of observed traffic could not be written", "file", o.recordPath)
+		}
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(o.recordEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				save()
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+		r.Close()
+		save()
+	}
 }
 
 // renderer returns the nftables renderer, set for this kernel.

@@ -156,6 +156,33 @@ func (r *Reader) Read() ([]Packet, error) {
 // Close unbinds the group and closes the socket.
 func (r *Reader) Close() error { return r.f.Close() }
 
+// Source is where logged packets come from: a Reader, or a test's list.
+type Source interface {
+	Read() ([]Packet, error)
+}
+
+// Drain hands every packet src delivers to handle until src fails for
+// good (closed). Lost and malformed messages, and handle's errors, are
+// reported to onError and reading goes on: a full socket buffer costs
+// some log lines, never the reader.
+func Drain(src Source, handle func(Packet) error, onError func(error)) error {
+	for {
+		ps, err := src.Read()
+		for _, p := range ps {
+			if herr := handle(p); herr != nil {
+				onError(herr)
+			}
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrLost) || errors.Is(err, ErrMalformed):
+			onError(err)
+		default:
+			return err
+		}
+	}
+}
+
 // Parse decodes the body of one NFULNL_MSG_PACKET message (after the netlink
 // header): the nfgenmsg header, then attributes.
 func Parse(body []byte) (Packet, error) {

@@ -1,0 +1,44 @@
+package agent
+
+import (
+	"net/netip"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/netpol/netpol/internal/observed"
+	"github.com/netpol/netpol/internal/state"
+)
+
+// Recorder keeps the record of the connections the kernel logs for it
+// (observed.Recorder): after every pass the agent tells it how addresses
+// map to workloads, before the kernel records with the new rules.
+type Recorder interface {
+	Update(endpointOf func(netip.Addr) string)
+	Stats() observed.Stats
+}
+
+// workloadOf names an address by the workload of the pod that has it
+// (state.Pod.Workload), "" when no pod has it.
+func workloadOf(c *state.Cluster) func(netip.Addr) string {
+	return func(ip netip.Addr) string {
+		if p := c.PodByIP(ip); p != nil {
+			return p.Workload()
+		}
+		return ""
+	}
+}
+
+// recordCollectors export the recorder's counts.
+func recordCollectors(r Recorder) []prometheus.Collector {
+	counter := func(name, help string, v func(observed.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(r.Stats())) })
+	}
+	return []prometheus.Collector{
+		counter("netpol_record_connections_total", "New connections of this node's pods recorded (--record).",
+			func(s observed.Stats) uint64 { return s.Connections }),
+		counter("netpol_record_dropped_total", "Recorded connections not kept: their entry would pass --record-max-flows.",
+			func(s observed.Stats) uint64 { return s.Dropped }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "netpol_record_flows", Help: "Entries of the record: (source, destination, port, verdict) seen."},
+			func() float64 { return float64(r.Stats().Flows) }),
+	}
+}

@@ -1,0 +1,173 @@
+package observed_test
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netpol/netpol/internal/dataplane/nflog"
+	"github.com/netpol/netpol/internal/observed"
+	"github.com/netpol/netpol/internal/render/nft"
+)
+
+var (
+	web1 = netip.MustParseAddr("198.18.0.1")
+	web2 = netip.MustParseAddr("198.18.0.2")
+	db   = netip.MustParseAddr("198.18.0.3")
+	ext  = netip.MustParseAddr("198.19.9.9")
+	t0   = time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC)
+)
+
+func workloads(a netip.Addr) string {
+	return map[netip.Addr]string{web1: "shop/Deployment/web", web2: "shop/Deployment/web", db: "shop/db-0"}[a]
+}
+
+func pkt(prefix string, src, dst netip.Addr, proto uint8, port uint16, at time.Duration) nflog.Packet {
+	return nflog.Packet{Prefix: prefix, Src: src, Dst: dst, Proto: proto, DstPort: port, Time: t0.Add(at)}
+}
+
+// TestRecord: connections of one workload to one destination, port and
+// verdict fold into one entry whatever pod made them; ends that are no
+// pod's are addresses; ICMP and other prefixes are not recorded.
+func TestRecord(t *testing.T) {
+	r := observed.New(observed.Options{Node: "node-1"})
+	r.Update(workloads)
+	for _, p := range []nflog.Packet{
+		pkt(nft.RecordAllowPrefix, web1, db, 6, 5432, 0),
+		pkt(nft.RecordAllowPrefix, web2, db, 6, 5432, 3*time.Second),
+		pkt(nft.RecordAllowPrefix, web1, db, 6, 5432, time.Second),
+		pkt(nft.RecordDenyPrefix, web1, db, 6, 22, 2*time.Second),
+		pkt(nft.RecordAllowPrefix, db, ext, 17, 53, 4*time.Second),
+		pkt(nft.RecordAllowPrefix, web1, db, 1, 0, 5*time.Second),   // ICMP
+		pkt("np:0123456789ab:", web1, db, 6, 5432, 6*time.Second), // the audit's
+	} {
+		r.Record(p)
+	}
+	var got strings.Builder
+	if _, err := r.WriteTo(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"from":"shop/Deployment/web","to":"shop/db-0","port":"22/tcp","verdict":"deny","count":1,"first":"2026-11-25T01:00:02Z","last":"2026-11-25T01:00:02Z","node":"node-1"}
+{"from":"shop/Deployment/web","to":"shop/db-0","port":"5432/tcp","verdict":"allow","count":3,"first":"2026-11-25T01:00:00Z","last":"2026-11-25T01:00:03Z","node":"node-1"}
+{"from":"shop/db-0","to":"198.19.9.9","port":"53/udp","verdict":"allow","count":1,"first":"2026-11-25T01:00:04Z","last":"2026-11-25T01:00:04Z","node":"node-1"}
+`
+	if got.String() != want {
+		t.Errorf("record:\n%s\nwant:\n%s", got.String(), want)
+	}
+	if s := r.Stats(); s != (observed.Stats{Flows: 3, Connections: 5, Ignored: 2}) {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestRecordBounded: past MaxFlows entries, connections of new entries are
+// counted as dropped and those of kept entries still counted.
+func TestRecordBounded(t *testing.T) {
+	r := observed.New(observed.Options{MaxFlows: 2})
+	for port := uint16(1); port <= 4; port++ {
+		r.Record(pkt(nft.RecordAllowPrefix, web1, db, 6, port, 0))
+	}
+	r.Record(pkt(nft.RecordAllowPrefix, web1, db, 6, 1, time.Second))
+	if s := r.Stats(); s != (observed.Stats{Flows: 2, Connections: 3, Dropped: 2}) {
+		t.Errorf("stats %+v, want 2 entries, 3 connections, 2 dropped", s)
+	}
+}
+
+// TestSaveLoad: an agent that restarts loads its record and goes on
+// counting; the file is replaced whole.
+func TestSaveLoad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "record.jsonl")
+	r := observed.New(observed.Options{Node: "node-1"})
+	if err := r.Load(path); err != nil {
+		t.Fatalf("a missing file is an empty record: %v", err)
+	}
+	r.Update(workloads)
+	r.Record(pkt(nft.RecordAllowPrefix, web1, db, 6, 5432, 0))
+	r.Record(pkt(nft.RecordAllowPrefix, web2, db, 6, 5432, time.Second))
+	if err := r.Save(path); err != nil {
+		t.Fatal(err)
+	}
+
+	again := observed.New(observed.Options{Node: "node-1"})
+	again.Update(workloads)
+	if err := again.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	again.Record(pkt(nft.RecordAllowPrefix, web1, db, 6, 5432, time.Minute))
+	if err := again.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"from":"shop/Deployment/web","to":"shop/db-0","port":"5432/tcp","verdict":"allow","count":3,"first":"2026-11-25T01:00:00Z","last":"2026-11-25T01:01:00Z","node":"node-1"}
+`
+	if string(data) != want {
+		t.Errorf("file after the restart:\n%s\nwant:\n%s", data, want)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".record.jsonl.*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+// TestLoadRejects: a damaged record is refused with its line, and nothing
+// of it is half-trusted as a flow.
+func TestLoadRejects(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		{"not JSON", "{\"from\":\"a/b\"\n", "line 1"},
+		{"no verdict", `{"from":"a/b","to":"a/c","port":"80/tcp","count":1}` + "\n", "line 1: not a recorded flow"},
+		{"two ports", "\n" + `{"from":"a/b","to":"a/c","port":"80/tcp,81/tcp","verdict":"allow","count":1}`, "line 2: not a recorded flow"},
+		{"no count", `{"from":"a/b","to":"a/c","port":"80/tcp","verdict":"allow"}`, "line 1: not a recorded flow"},
+	} {
+		path := filepath.Join(t.TempDir(), "record.jsonl")
+		if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := observed.New(observed.Options{}).Load(path)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// packets is a Source that delivers its batches, then fails with end.
+type packets struct {
+	batches [][]nflog.Packet
+	errs    []error
+	end     error
+}
+
+func (p *packets) Read() ([]nflog.Packet, error) {
+	if len(p.batches) == 0 {
+		return nil, p.end
+	}
+	b, err := p.batches[0], p.errs[0]
+	p.batches, p.errs = p.batches[1:], p.errs[1:]
+	return b, err
+}
+
+// TestRunGoesOnAfterLoss: a full socket buffer is reported and reading
+// goes on; the reader's close ends Run with its error.
+func TestRunGoesOnAfterLoss(t *testing.T) {
+	closed := errors.New("closed")
+	src := &packets{
+		batches: [][]nflog.Packet{{pkt(nft.RecordAllowPrefix, web1, db, 6, 80, 0)}, nil, {pkt(nft.RecordAllowPrefix, web1, db, 6, 80, 0)}},
+		errs:    []error{nil, nflog.ErrLost, nil},
+		end:     closed,
+	}
+	r := observed.New(observed.Options{})
+	var reported []error
+	if err := r.Run(src, func(err error) { reported = append(reported, err) }); err != closed {
+		t.Errorf("Run ended with %v, want the reader's close", err)
+	}
+	if len(reported) != 1 || !errors.Is(reported[0], nflog.ErrLost) {
+		t.Errorf("reported %v, want the loss", reported)
+	}
+	if s := r.Stats(); s.Connections != 2 {
+		t.Errorf("%d connections recorded, want 2", s.Connections)
+	}
+}
