@@ -29,10 +29,10 @@ import (
 
 	"github.com/netpol/netpol/internal/agent"
 	"github.com/netpol/netpol/internal/audit"
-	"github.com/netpol/netpol/internal/observed"
 	"github.com/netpol/netpol/internal/dataplane"
 	"github.com/netpol/netpol/internal/dataplane/nflog"
 	"github.com/netpol/netpol/internal/dnsproxy"
+	"github.com/netpol/netpol/internal/observed"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/source/kube"

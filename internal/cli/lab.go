@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -21,6 +22,7 @@ import (
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/lab"
 	"github.com/netpol/netpol/internal/source"
+	"github.com/netpol/netpol/internal/suggest"
 )
 
 func newLab() *cobra.Command {
@@ -51,6 +53,7 @@ crash.`,
 func newLabUp(name *string) *cobra.Command {
 	var in inputFlags
 	var nodes int
+	var record bool
 	cmd := &cobra.Command{
 		Use:   "up -f MANIFESTS",
 		Short: "Build the lab and start its agents",
@@ -86,6 +89,7 @@ func newLabUp(name *string) *cobra.Command {
 				return err
 			}
 			l.AgentArgs = in.evalArgs()
+			l.Record = record
 			exe, err := os.Executable()
 			if err != nil {
 				return err
@@ -108,16 +112,20 @@ func newLabUp(name *string) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "lab %s: %d nodes, %d pods; agents programmed. Next: netpol lab probe --name %s\n", *name, len(l.Nodes), len(l.Pods), *name)
+			if record {
+				fmt.Fprintf(cmd.OutOrStdout(), "recording every connection into %s\n", l.RecordFile("*"))
+			}
 			return nil
 		},
 	}
 	in.register(cmd)
 	cmd.Flags().IntVar(&nodes, "nodes", 2, "nodes to create when the manifests declare none")
+	cmd.Flags().BoolVar(&record, "record", false, "have the agents record every connection of their pods (netpol agent --record), one file per node in the lab's directory, for netpol suggest --flows")
 	return cmd
 }
 
 func newLabProbe(name *string) *cobra.Command {
-	var ports, output string
+	var ports, output, flowsPath string
 	var services, names bool
 	cmd := &cobra.Command{
 		Use:   "probe",
@@ -145,11 +153,19 @@ agents learn the addresses of domainNames rules from those answers. Each
 connection is compared with netpol explain --to ADDRESS --resolved-as NAMES,
 NAMES being the names the address was an answer for in this probe. (A
 learned address stays allowed until its TTL expires, so a pod-pair probe
-right after may see it allowed where the model, without names, denies.)`,
+right after may see it allowed where the model, without names, denies.)
+
+With --flows FILE it connects only the flows the file lists (the forms
+netpol suggest --flows reads: CSV from,to,port, JSON, a record), as an
+application would: from is a pod (namespace/name) or a workload
+(namespace/Kind/name: each of its pods connects), to a pod, a workload (each
+of its pods) or an address. With agents that record (lab up --record), this
+is the traffic the record then holds.`,
 		Example: `  sudo netpol lab probe
   sudo netpol lab probe --ports 80/tcp,53/udp -o json
   sudo netpol lab probe --services
-  sudo netpol lab probe --names`,
+  sudo netpol lab probe --names
+  sudo netpol lab probe --flows examples/suggest/traffic.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := lab.Load(*name)
@@ -170,8 +186,11 @@ right after may see it allowed where the model, without names, denies.)`,
 			if err != nil {
 				return err
 			}
-			if services && names {
-				return usageError{fmt.Errorf("--services and --names probe apart: give one")}
+			if services && names || flowsPath != "" && (services || names) {
+				return usageError{fmt.Errorf("--services, --names and --flows probe apart: give one")}
+			}
+			if flowsPath != "" {
+				return probeFlows(cmd, l, e, flowsPath, output)
 			}
 			if services {
 				return probeServices(cmd, l, e, list, output)
@@ -207,8 +226,83 @@ right after may see it allowed where the model, without names, denies.)`,
 	cmd.Flags().StringVar(&ports, "ports", "", "only these ports, e.g. 80/tcp,53/udp (default: every served port); with --services, Service ports")
 	cmd.Flags().BoolVar(&services, "services", false, "connect to Service addresses, translated to backends as kube-proxy does, and compare per backend")
 	cmd.Flags().BoolVar(&names, "names", false, "resolve the names of the lab's DNS zone from every pod and connect to the answers, comparing with explain --resolved-as")
+	cmd.Flags().StringVar(&flowsPath, "flows", "", "connect only the flows of this file (as netpol suggest --flows reads them), comparing each with the prediction")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
+}
+
+// probeFlows connects the flows of a file, each from every pod of its
+// source to every pod (or the address) of its destination, and compares
+// each connection with the engine's prediction.
+func probeFlows(cmd *cobra.Command, l *lab.Lab, e *engine.Engine, path, output string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	flows, err := suggest.ReadFlows(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	labPods := map[string]lab.Pod{}
+	for _, p := range l.Pods {
+		labPods[p.Key] = p
+	}
+	// pods are the lab pods an end names: a pod, or a workload's pods.
+	pods := func(end string) []lab.Pod {
+		var out []lab.Pod
+		for _, p := range e.Cluster().Pods {
+			if p.Key() == end || p.Workload() == end {
+				if lp, ok := labPods[p.Key()]; ok {
+					out = append(out, lp)
+				}
+			}
+		}
+		return out
+	}
+	var rows []probeRow
+	bad := 0
+	for i, f := range flows {
+		srcs := pods(f.From)
+		if len(srcs) == 0 {
+			return fmt.Errorf("%s: flow %d: %s is no pod or workload of the lab", path, i+1, f.From)
+		}
+		var dsts []netip.Addr
+		if a, err := netip.ParseAddr(f.To); err == nil {
+			dsts = []netip.Addr{a}
+		}
+		for _, p := range pods(f.To) {
+			dsts = append(dsts, p.IP)
+		}
+		if len(dsts) == 0 {
+			return fmt.Errorf("%s: flow %d: %s is no pod, workload or address of the lab", path, i+1, f.To)
+		}
+		for _, src := range srcs {
+			for _, dst := range dsts {
+				got, perr := l.Probe(src, dst, f.Port)
+				se, _ := e.Endpoint(src.IP.String())
+				de, _ := e.Endpoint(dst.String())
+				predicted := e.Allowed(engineFlow(se, de, f.Port))
+				to := dst.String()
+				if de.Pod != nil {
+					to = de.Pod.Key()
+				}
+				row := probeRow{From: src.Key, To: to, Dst: dst.String(), Port: f.Port.String(),
+					Kernel: verdictWord(got, perr), Predicted: verdictWord(predicted, nil)}
+				if perr != nil || got != predicted {
+					row.Mismatch = true
+					bad++
+				}
+				rows = append(rows, row)
+			}
+		}
+	}
+	if err := writeProbe(cmd.OutOrStdout(), output, rows, bad); err != nil {
+		return err
+	}
+	if bad > 0 {
+		return errSilent{fmt.Errorf("%d mismatches", bad)}
+	}
+	return nil
 }
 
 // probeRow is one probed flow as printed.

@@ -64,6 +64,13 @@ func upTwoPods(t *testing.T, name string) (*lab.Lab, lab.Pod, lab.Pod) {
 // waits until its agents have programmed; it goes down when the test ends.
 func upLab(t *testing.T, name, manifests string) *lab.Lab {
 	t.Helper()
+	return upLabWith(t, name, manifests, func(*lab.Lab) {})
+}
+
+// upLabWith is upLab with configure called on the planned lab before it
+// is built (to set what its agents do).
+func upLabWith(t *testing.T, name, manifests string, configure func(*lab.Lab)) *lab.Lab {
+	t.Helper()
 	dec := &source.Decoder{}
 	e, _, err := pipeline.Build(dec.Decode("lab.yaml", []byte(manifests)), dec.Diags, pipeline.Options{})
 	if err != nil {
@@ -73,6 +80,7 @@ func upLab(t *testing.T, name, manifests string) *lab.Lab {
 	if err != nil {
 		t.Fatal(err)
 	}
+	configure(l)
 	if err := l.Up(netpolBinary, []byte(manifests), io.Discard); err != nil {
 		t.Fatal(err)
 	}

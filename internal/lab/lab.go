@@ -61,6 +61,9 @@ type Lab struct {
 	Pods  []Pod  `json:"pods"`
 	// AgentArgs are extra flags for every agent (evaluation options).
 	AgentArgs []string `json:"agentArgs,omitempty"`
+	// Record: the agents record every connection of their pods, each
+	// into RecordFile (netpol agent --record).
+	Record bool `json:"record,omitempty"`
 	// Kubeconfig, when set, makes the agents watch that cluster instead of
 	// the lab's manifest directory; its server must be reachable from the
 	// node namespaces (see Forward).
@@ -103,6 +106,14 @@ func (l *Lab) AgentLog(node string) string { return filepath.Join(l.Dir, node+".
 
 // AuditLog is the file where the agent of node writes its audit lines.
 func (l *Lab) AuditLog(node string) string { return filepath.Join(l.Dir, node+".audit.jsonl") }
+
+// RecordFile is the file where the agent of node keeps its record of
+// observed traffic when the lab records.
+func (l *Lab) RecordFile(node string) string { return filepath.Join(l.Dir, node+".record.jsonl") }
+
+// recordInterval is how often a lab agent rewrites its record: often, so
+// that what a probe did is in the files a moment later.
+const recordInterval = "200ms"
 
 // Plan lays out a lab for a cluster: its nodes (the nodes pods are on) and
 // its pods that have an IPv4 address and are not host-network (those are
@@ -337,6 +348,9 @@ func (l *Lab) startAgent(exe string, n Node) (int, error) {
 	}
 	args := append(append([]string{"netns", "exec", n.Namespace, exe, "agent", "--node", n.Name,
 		"--status", l.statusFile(n.Name), "--audit-log", l.AuditLog(n.Name), "--interval", "100ms"}, input...), l.AgentArgs...)
+	if l.Record {
+		args = append(args, "--record", l.RecordFile(n.Name), "--record-interval", recordInterval)
+	}
 	cmd := exec.Command("ip", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
