@@ -175,7 +175,13 @@ func passUntil(t *testing.T, ctx context.Context, a *agent.Agent, w *kube.Watch,
 
 func elementsOf(t *testing.T, fake *knftables.Fake, m string) string {
 	t.Helper()
-	els, err := fake.ListElements(context.Background(), "map", m)
+	return keysOf(t, fake, "map", m)
+}
+
+// keysOf lists the keys of a set or map ("set", "map") of the fake.
+func keysOf(t *testing.T, fake *knftables.Fake, kind, m string) string {
+	t.Helper()
+	els, err := fake.ListElements(context.Background(), kind, m)
 	if err != nil {
 		t.Fatal(err)
 	}
