@@ -16,7 +16,7 @@ import (
 type namesRecorder struct{ endpointOf func(netip.Addr) string }
 
 func (r *namesRecorder) Update(f func(netip.Addr) string) { r.endpointOf = f }
-func (r *namesRecorder) Stats() observed.Stats           { return observed.Stats{} }
+func (r *namesRecorder) Stats() observed.Stats            { return observed.Stats{} }
 
 // TestPassRecords: an agent with a recorder programs the record chains and
 // tells the recorder, every pass, how addresses map to workloads: a

@@ -42,7 +42,7 @@ func TestRecord(t *testing.T) {
 		pkt(nft.RecordAllowPrefix, web1, db, 6, 5432, time.Second),
 		pkt(nft.RecordDenyPrefix, web1, db, 6, 22, 2*time.Second),
 		pkt(nft.RecordAllowPrefix, db, ext, 17, 53, 4*time.Second),
-		pkt(nft.RecordAllowPrefix, web1, db, 1, 0, 5*time.Second),   // ICMP
+		pkt(nft.RecordAllowPrefix, web1, db, 1, 0, 5*time.Second), // ICMP
 		pkt("np:0123456789ab:", web1, db, 6, 5432, 6*time.Second), // the audit's
 	} {
 		r.Record(p)
