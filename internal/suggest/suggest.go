@@ -66,8 +66,47 @@ var unstableLabels = []string{"pod-template-hash", "controller-revision-hash", "
 // or one pod.
 type workload struct {
 	namespace, name string
+	kind            string // the controller's kind; "" for a bare pod
 	pods            []*state.Pod
 	selector        map[string]string
+}
+
+// namer names policies: <name>-suggested when no other workload of the
+// namespace has that name, else <name>-<kind>-suggested (kind lowercased,
+// "pod" for a bare pod), so that a bare pod web and a Deployment web do
+// not write the same policy. Uniqueness is over the input's workloads, not
+// the suggested ones: a name must not change when a flow of the other
+// workload shows up later.
+type namer struct {
+	c *state.Cluster
+	// kinds[namespace][name] are the kinds of the workloads of that name
+	// ("" for a bare pod).
+	kinds map[string]map[string][]string
+}
+
+func (n *namer) name(w *workload) string {
+	byName := n.kinds[w.namespace]
+	if byName == nil {
+		byName = map[string][]string{}
+		for _, p := range n.c.PodsIn(n.c.Namespace(w.namespace)) {
+			kind, name, ok := strings.Cut(p.Owner, " ")
+			if !ok {
+				kind, name = "", p.Name
+			}
+			if !slices.Contains(byName[name], kind) {
+				byName[name] = append(byName[name], kind)
+			}
+		}
+		n.kinds[w.namespace] = byName
+	}
+	if len(byName[w.name]) <= 1 {
+		return w.name + "-suggested"
+	}
+	kind := strings.ToLower(w.kind)
+	if kind == "" {
+		kind = "pod"
+	}
+	return w.name + "-" + kind + "-suggested"
 }
 
 // Suggest returns the policies for the workloads that flows name, sorted
@@ -126,10 +165,11 @@ func Suggest(c *state.Cluster, flows []Flow, opts Options) ([]*networkingv1.Netw
 		}
 	}
 	var out []*networkingv1.NetworkPolicy
+	names := &namer{c: c, kinds: map[string]map[string][]string{}}
 	for w, s := range policies {
 		np := &networkingv1.NetworkPolicy{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
-			ObjectMeta: metav1.ObjectMeta{Name: w.name + "-suggested", Namespace: w.namespace, Annotations: map[string]string{}},
+			ObjectMeta: metav1.ObjectMeta{Name: names.name(w), Namespace: w.namespace, Annotations: map[string]string{}},
 			Spec: networkingv1.NetworkPolicySpec{
 				PodSelector: metav1.LabelSelector{MatchLabels: w.selector},
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
@@ -183,10 +223,11 @@ func widen(a netip.Addr, opts Options) netip.Prefix {
 	return netip.PrefixFrom(a, bits).Masked()
 }
 
-// order sorts peers: workloads by namespace and name, then addresses.
+// order sorts peers: workloads by namespace, name and kind (two
+// workloads may share a name), then addresses.
 func (k peerKey) order() string {
 	if k.w != nil {
-		return "0 " + k.w.namespace + "/" + k.w.name
+		return "0 " + k.w.namespace + "/" + k.w.name + "/" + k.w.kind
 	}
 	return "1 " + k.addr.String()
 }
@@ -223,8 +264,7 @@ func workloadFor(c *state.Cluster, p *state.Pod, byPod map[string]*workload) *wo
 	}
 	w := &workload{namespace: p.Namespace.Name, name: p.Name}
 	if p.Owner != "" {
-		_, name, _ := strings.Cut(p.Owner, " ")
-		w.name = name
+		w.kind, w.name, _ = strings.Cut(p.Owner, " ")
 		for _, q := range c.PodsIn(p.Namespace) {
 			if q.Owner == p.Owner {
 				w.pods = append(w.pods, q)
