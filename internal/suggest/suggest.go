@@ -28,8 +28,10 @@ import (
 	"github.com/netpol/netpol/internal/state"
 )
 
-// Flow is one observed connection: From and To are pods ("ns/name") or
-// addresses, Port the destination port, Count how often it was seen.
+// Flow is one observed connection: From and To are pods ("ns/name"),
+// workloads ("ns/Kind/name": the pods of a controller, as the agent
+// records them) or addresses; Port is the destination port, Count how
+// often it was seen.
 type Flow struct {
 	From, To string
 	Port     l4.Port
@@ -110,16 +112,17 @@ func (n *namer) name(w *workload) string {
 }
 
 // Suggest returns the policies for the workloads that flows name, sorted
-// by namespace and name. A flow naming a pod the cluster does not have is
-// an error.
+// by namespace and name. A flow naming a pod or a workload the cluster
+// does not have is an error.
 func Suggest(c *state.Cluster, flows []Flow, opts Options) ([]*networkingv1.NetworkPolicy, error) {
 	byPod := map[string]*workload{}
-	workloadOf := func(key string) (*workload, error) {
-		p := c.Pod(key)
-		if p == nil {
-			return nil, fmt.Errorf("flow names pod %s, which the input does not have", key)
+	named := newEnds(c)
+	workloadOf := func(end string) (*workload, error) {
+		pods, err := named.pods(end)
+		if err != nil {
+			return nil, err
 		}
-		return workloadFor(c, p, byPod), nil
+		return workloadFor(c, pods[0], byPod), nil
 	}
 	type sides struct {
 		ingress, egress map[peerKey][]l4.Port

@@ -1,6 +1,8 @@
 package suggest
 
 import (
+	"net/netip"
+
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/state"
@@ -23,7 +25,10 @@ type Report struct {
 }
 
 // Verify decides every observed flow after, and every pod pair on every
-// port its destination declares before and after.
+// port its destination declares before and after. A flow that names a
+// workload is allowed only if it is for every pod of the workload (every
+// pair of pods, when both ends are workloads), and marks every such pair
+// observed.
 func Verify(before, after *engine.Engine, flows []Flow) (Report, error) {
 	r := Report{Flows: len(flows)}
 	type cell struct {
@@ -31,22 +36,32 @@ func Verify(before, after *engine.Engine, flows []Flow) (Report, error) {
 		port     l4.Port
 	}
 	observed := map[cell]bool{}
+	named := newEnds(after.Cluster())
 	for _, f := range flows {
-		src, err := after.Endpoint(f.From)
+		srcs, err := endpoints(after, named, f.From)
 		if err != nil {
 			return r, err
 		}
-		dst, err := after.Endpoint(f.To)
+		dsts, err := endpoints(after, named, f.To)
 		if err != nil {
 			return r, err
 		}
-		if after.Allowed(engine.Flow{Src: src, Dst: dst, Port: f.Port}) {
+		allowed := true
+		for _, src := range srcs {
+			for _, dst := range dsts {
+				if src.Pod != nil && src.Pod == dst.Pod {
+					continue // a pod of the workload towards itself
+				}
+				allowed = allowed && flowAllowed(after, src, dst, f.Port)
+				if src.Pod != nil && dst.Pod != nil {
+					observed[cell{src.Pod.Key(), dst.Pod.Key(), f.Port}] = true
+				}
+			}
+		}
+		if allowed {
 			r.Allowed++
 		} else {
 			r.Denied = append(r.Denied, f)
-		}
-		if src.Pod != nil && dst.Pod != nil {
-			observed[cell{src.Pod.Key(), dst.Pod.Key(), f.Port}] = true
 		}
 	}
 	// Keys and the pods of before, once per pod, not per pair and port.
@@ -81,4 +96,30 @@ func Verify(before, after *engine.Engine, flows []Flow) (Report, error) {
 		}
 	}
 	return r, nil
+}
+
+// endpoints are the ends a flow end names: an address (a pod's, a node's,
+// or outside the cluster), a pod, or a workload's pods.
+func endpoints(e *engine.Engine, named *ends, end string) ([]engine.Endpoint, error) {
+	if a, err := netip.ParseAddr(end); err == nil {
+		ep, err := e.Endpoint(a.String())
+		return []engine.Endpoint{ep}, err
+	}
+	pods, err := named.pods(end)
+	if err != nil {
+		return nil, err
+	}
+	eps := make([]engine.Endpoint, len(pods))
+	for i, p := range pods {
+		eps[i] = e.PodEndpoint(p, netip.Addr{})
+	}
+	return eps, nil
+}
+
+// flowAllowed decides src -> dst on port, a pod named by name over the
+// family the other end has (engine.NewFlow); ends with no family in
+// common have no connection to allow.
+func flowAllowed(e *engine.Engine, src, dst engine.Endpoint, port l4.Port) bool {
+	f, err := e.NewFlow(src, dst, l4.PortSpec{Num: port.Num, Proto: port.Proto})
+	return err == nil && e.Allowed(f)
 }
