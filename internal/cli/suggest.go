@@ -18,7 +18,8 @@ import (
 
 func newSuggest() *cobra.Command {
 	var in inputFlags
-	var flowsPath, output, outDir string
+	var flowPaths []string
+	var output, outDir string
 	var enforce bool
 	var opts suggest.Options
 	cmd := &cobra.Command{
@@ -39,10 +40,19 @@ netpol.io/staged: "true" keeps it from being enforced until --enforce (or
 until you remove the annotation): applied staged, the agent's audit log shows
 what it would deny.
 
-Flows (--flows): CSV lines from,to,port[,count] (a header line is allowed),
-a JSON array of {"from","to","port","count"}, or the JSON of
-netpol lab probe -o json (its allowed flows). from and to are pods
-(namespace/name) or addresses; port is 8080/tcp, TCP when left out.
+Flows (--flows, repeatable: every node's record file at once; - for stdin):
+  - the agent's record file: JSON lines, one object a line,
+    {"from","to","port","verdict","count","first","last","node"}; lines
+    with verdict "deny" are skipped (their number goes to stderr): they
+    are connections the policies refused, not traffic to allow;
+  - CSV lines from,to,port[,count] (a header line is allowed);
+  - a JSON array of {"from","to","port","count"};
+  - the JSON of netpol lab probe -o json (its allowed flows).
+from and to are workloads (namespace/Kind/name, as the agent records a
+controller's pods: shop/Deployment/web), pods (namespace/name) or
+addresses; port is 8080/tcp, TCP when left out. A flow naming a workload
+stands for every pod of it. Flows equal in from, to and port (from several
+files, or lines of one) are merged, their counts summed.
 
 Then it checks its result with the engine, the input with the policies
 enforced: how many observed flows are allowed (all, unless an admin policy
@@ -51,31 +61,22 @@ today, and how many stay open that no flow was seen on (the least-privilege
 gap). The check is written to stderr, or with the policies under -o json.`,
 		Example: `  netpol suggest -f cluster/ --flows flows.csv > suggested.yaml
   netpol suggest -f cluster/ --flows probe.json --out-dir suggested/
+  netpol suggest -f cluster/ --flows node-1.jsonl,node-2.jsonl --flows node-3.jsonl
   netpol suggest -f cluster/ --flows flows.csv -o json | jq .report`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(in.files) == 0 {
 				return usageError{fmt.Errorf("give the cluster's manifests with -f")}
 			}
-			if flowsPath == "" {
+			if len(flowPaths) == 0 {
 				return usageError{fmt.Errorf("give the observed flows with --flows FILE")}
 			}
 			if output != "yaml" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: want yaml or json", output)}
 			}
-			var data []byte
-			var err error
-			if flowsPath == "-" {
-				data, err = io.ReadAll(cmd.InOrStdin())
-			} else {
-				data, err = os.ReadFile(flowsPath)
-			}
+			flows, err := readFlows(cmd, flowPaths)
 			if err != nil {
-				return troubleError{fmt.Errorf("--flows: %w", err)}
-			}
-			flows, err := suggest.ReadFlows(data)
-			if err != nil {
-				return troubleError{fmt.Errorf("%s: %w", flowsPath, err)}
+				return err
 			}
 			before, err := in.load(cmd)
 			if err != nil {
@@ -100,13 +101,42 @@ gap). The check is written to stderr, or with the policies under -o json.`,
 		},
 	}
 	in.register(cmd)
-	cmd.Flags().StringVar(&flowsPath, "flows", "", "the observed flows: CSV, JSON, or netpol lab probe -o json; - for stdin")
+	cmd.Flags().StringSliceVar(&flowPaths, "flows", nil, "the observed flows: CSV, JSON, netpol lab probe -o json, or the agent's record file (JSON lines); - for stdin; repeatable (every node's record file at once)")
 	cmd.Flags().BoolVar(&enforce, "enforce", false, `leave out netpol.io/staged: "true", so the policies are enforced once applied`)
 	cmd.Flags().IntVar(&opts.CIDRMax4, "cidr-max", 32, "write an outside IPv4 address as the prefix of this length that covers it")
 	cmd.Flags().IntVar(&opts.CIDRMax6, "cidr-max6", 128, "write an outside IPv6 address as the prefix of this length that covers it")
 	cmd.Flags().StringVar(&outDir, "out-dir", "", "write one YAML file per namespace into this directory instead of stdout")
 	outputFlag(cmd, &output, "yaml", "json")
 	return cmd
+}
+
+// readFlows reads every --flows file and merges the flows they share (a
+// flow between two nodes' pods is in both nodes' record files). The
+// denied lines of record files are counted on stderr: they are not
+// traffic to allow, and a reader should know they were there.
+func readFlows(cmd *cobra.Command, paths []string) ([]suggest.Flow, error) {
+	var all []suggest.Flow
+	for _, path := range paths {
+		var data []byte
+		var err error
+		if path == "-" {
+			data, err = io.ReadAll(cmd.InOrStdin())
+		} else {
+			data, err = os.ReadFile(path)
+		}
+		if err != nil {
+			return nil, troubleError{fmt.Errorf("--flows: %w", err)}
+		}
+		flows, denied, err := suggest.ReadFlows(data)
+		if err != nil {
+			return nil, troubleError{fmt.Errorf("%s: %w", path, err)}
+		}
+		if denied > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d denied flows skipped: the policies allow observed traffic only\n", path, denied)
+		}
+		all = append(all, flows...)
+	}
+	return suggest.Merge(all), nil
 }
 
 // verifySuggestion decides the flows and the pod pairs with the input as

@@ -112,9 +112,11 @@ func (n *namer) name(w *workload) string {
 }
 
 // Suggest returns the policies for the workloads that flows name, sorted
-// by namespace and name. A flow naming a pod or a workload the cluster
-// does not have is an error.
+// by namespace and name. Flows equal in from, to and port are merged
+// first. A flow naming a pod or a workload the cluster does not have is
+// an error.
 func Suggest(c *state.Cluster, flows []Flow, opts Options) ([]*networkingv1.NetworkPolicy, error) {
+	flows = Merge(flows) // each flow once in the annotations
 	byPod := map[string]*workload{}
 	named := newEnds(c)
 	workloadOf := func(end string) (*workload, error) {
