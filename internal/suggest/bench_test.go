@@ -122,7 +122,7 @@ func BenchmarkSuggest10k1M(b *testing.B) {
 		}
 		withPolicies := slices.Clip(objs)
 		for _, np := range nps {
-			withPolicies = append(withPolicies, source.Object{Origin: diag.Origin{File: "suggested"}, Kind: "NetworkPolicy", Namespace: np.Namespace, Name: np.Name, Value: np})
+			withPolicies = append(withPolicies, source.Object{Origin: diag.Origin{File: "suggested"}, Kind: np.GetObjectKind().GroupVersionKind().Kind, Namespace: np.GetNamespace(), Name: np.GetName(), Value: np})
 		}
 		after, _, err := pipeline.Build(withPolicies, nil, pipeline.Options{})
 		if err != nil {

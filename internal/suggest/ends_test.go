@@ -27,19 +27,22 @@ func build(t *testing.T, docs string) *engine.Engine {
 // input with the suggestion enforced.
 func suggestEnforced(t *testing.T, input string, flows []Flow) *engine.Engine {
 	t.Helper()
-	nps, err := Suggest(build(t, input).Cluster(), flows, Options{Enforce: true})
+	return suggestTier(t, input, flows, Options{})
+}
+
+// suggestTier is suggestEnforced with options (Enforce is set).
+func suggestTier(t *testing.T, input string, flows []Flow, opts Options) *engine.Engine {
+	t.Helper()
+	opts.Enforce = true
+	ps, err := Suggest(build(t, input).Cluster(), flows, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := []string{input}
-	for _, np := range nps {
-		b, err := yaml.Marshal(np)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, string(b))
+	docs, err := YAML(ps)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return build(t, strings.Join(docs, "\n---\n"))
+	return build(t, input+"\n---\n"+string(docs))
 }
 
 // withoutJustification drops the netpol.io/suggested-from annotation (its
@@ -84,8 +87,8 @@ func TestSuggestWorkloadEnds(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	want := "app/client -> shop/Deployment/web 8080/tcp (3 times)\nshop/Deployment/web -> 198.18.200.7 443/tcp (2 times)"
-	if got := nps[1].Annotations["netpol.io/suggested-from"]; got != want {
-		t.Errorf("%s justified by %q, want %q", nps[1].Name, got, want)
+	if got := nps[1].GetAnnotations()["netpol.io/suggested-from"]; got != want {
+		t.Errorf("%s justified by %q, want %q", nps[1].GetName(), got, want)
 	}
 	for _, f := range []Flow{
 		{From: "app/client", To: "shop/Deployment/api", Port: tcp(80)},

@@ -22,9 +22,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/state"
 )
 
@@ -56,6 +58,37 @@ type Options struct {
 	// every address alone): a service behind changing addresses of one
 	// network needs one rule, not one per address seen.
 	CIDRMax4, CIDRMax6 int
+	// Tier is the API the policies are written in.
+	Tier Tier
+	// Priority is the first AdminNetworkPolicy's priority (TierAdmin);
+	// the next workload's policy takes the next one.
+	Priority int32
+}
+
+// Tier is the policy API a suggestion is written in.
+type Tier int
+
+const (
+	// TierNetworkPolicy writes one NetworkPolicy per workload.
+	TierNetworkPolicy Tier = iota
+	// TierAdmin writes one AdminNetworkPolicy per workload, each of its
+	// own priority.
+	TierAdmin
+	// TierBaseline writes the BaselineAdminNetworkPolicy "default".
+	TierBaseline
+)
+
+// ParseTier reads --tier: "" or networkpolicy, admin, baseline.
+func ParseTier(s string) (Tier, error) {
+	switch strings.ToLower(s) {
+	case "", "networkpolicy":
+		return TierNetworkPolicy, nil
+	case "admin":
+		return TierAdmin, nil
+	case "baseline":
+		return TierBaseline, nil
+	}
+	return 0, fmt.Errorf("tier %q: want networkpolicy, admin or baseline", s)
 }
 
 // unstableLabels are set by controllers per revision or per pod: a
@@ -111,11 +144,66 @@ func (n *namer) name(w *workload) string {
 	return w.name + "-" + kind + "-suggested"
 }
 
-// Suggest returns the policies for the workloads that flows name, sorted
-// by namespace and name. Flows equal in from, to and port are merged
+// Policy is one suggested policy object: a *networkingv1.NetworkPolicy,
+// a *v1alpha1.AdminNetworkPolicy or the *v1alpha1.BaselineAdminNetworkPolicy,
+// as Options.Tier asks.
+type Policy interface {
+	metav1.Object
+	runtime.Object
+}
+
+// Suggest returns the policies for the workloads that flows name, in the
+// tier opts asks for: NetworkPolicies sorted by namespace and name,
+// AdminNetworkPolicies in priority order, or the one
+// BaselineAdminNetworkPolicy. Flows equal in from, to and port are merged
 // first. A flow naming a pod or a workload the cluster does not have is
-// an error.
-func Suggest(c *state.Cluster, flows []Flow, opts Options) ([]*networkingv1.NetworkPolicy, error) {
+// an error, and so is a suggestion the tier's API cannot hold.
+func Suggest(c *state.Cluster, flows []Flow, opts Options) ([]Policy, error) {
+	plans, err := plan(c, flows, opts)
+	if err != nil {
+		return nil, err
+	}
+	var out []Policy
+	switch opts.Tier {
+	case TierAdmin:
+		return adminPolicies(plans, opts)
+	case TierBaseline:
+		for _, o := range c.Policies {
+			if o.Kind == "BaselineAdminNetworkPolicy" {
+				return nil, fmt.Errorf("the input has the BaselineAdminNetworkPolicy %s already (%s), and the API takes only one: add the suggested rules to it by hand, or choose another tier", o.Name, o.Origin)
+			}
+		}
+		banp, err := baselinePolicy(plans, Merge(flows), opts)
+		if err != nil || banp == nil {
+			return nil, err
+		}
+		return []Policy{banp}, nil
+	}
+	for _, p := range plans {
+		out = append(out, networkPolicy(p, opts))
+	}
+	return out, nil
+}
+
+// workloadPlan is what a workload's policy allows, whatever the tier:
+// its peers on each side with their observed ports, and the flows that
+// justify them.
+type workloadPlan struct {
+	w               *workload
+	name            string // the policy's name (namer)
+	ingress, egress []sidePeer
+	flows           []Flow
+}
+
+// sidePeer is one peer of a side with its observed ports.
+type sidePeer struct {
+	peerKey
+	ports []l4.Port
+}
+
+// plan works out every workload's plan, sorted by namespace and policy
+// name.
+func plan(c *state.Cluster, flows []Flow, opts Options) ([]*workloadPlan, error) {
 	flows = Merge(flows) // each flow once in the annotations
 	byPod := map[string]*workload{}
 	named := newEnds(c)
@@ -169,43 +257,68 @@ func Suggest(c *state.Cluster, flows []Flow, opts Options) ([]*networkingv1.Netw
 			}
 		}
 	}
-	var out []*networkingv1.NetworkPolicy
 	names := &namer{c: c, kinds: map[string]map[string][]string{}}
+	var out []*workloadPlan
 	for w, s := range policies {
-		np := &networkingv1.NetworkPolicy{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
-			ObjectMeta: metav1.ObjectMeta{Name: names.name(w), Namespace: w.namespace, Annotations: map[string]string{}},
-			Spec: networkingv1.NetworkPolicySpec{
-				PodSelector: metav1.LabelSelector{MatchLabels: w.selector},
-				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-			},
-		}
-		if !opts.Enforce {
-			np.Annotations["netpol.io/staged"] = "true"
-		}
-		np.Annotations["netpol.io/suggested-from"] = justification(s.flows)
+		p := &workloadPlan{w: w, name: names.name(w), flows: s.flows}
 		for _, k := range sortedPeers(s.ingress) {
-			np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{
-				From: []networkingv1.NetworkPolicyPeer{peer(w, k.w, k.addr)}, Ports: ports(w.pods, s.ingress[k])})
+			p.ingress = append(p.ingress, sidePeer{k, s.ingress[k]})
 		}
 		for _, k := range sortedPeers(s.egress) {
-			var dsts []*state.Pod
-			if k.w != nil {
-				dsts = k.w.pods
-			}
-			np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{
-				To: []networkingv1.NetworkPolicyPeer{peer(w, k.w, k.addr)}, Ports: ports(dsts, s.egress[k])})
+			p.egress = append(p.egress, sidePeer{k, s.egress[k]})
 		}
-		np.Spec.Egress = append(np.Spec.Egress, dnsRule())
-		out = append(out, np)
+		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
+		if out[i].w.namespace != out[j].w.namespace {
+			return out[i].w.namespace < out[j].w.namespace
 		}
-		return out[i].Name < out[j].Name
+		return out[i].name < out[j].name
 	})
 	return out, nil
+}
+
+// networkPolicy is a workload's NetworkPolicy: it isolates the workload
+// both ways and allows what was observed, and the cluster DNS.
+func networkPolicy(p *workloadPlan, opts Options) *networkingv1.NetworkPolicy {
+	w := p.w
+	np := &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: w.namespace, Annotations: annotations(p.flows, opts)},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: w.selector},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+		},
+	}
+	for _, k := range p.ingress {
+		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{
+			From: []networkingv1.NetworkPolicyPeer{peer(w, k.w, k.addr)}, Ports: ports(w.pods, k.ports)})
+	}
+	for _, k := range p.egress {
+		np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{
+			To: []networkingv1.NetworkPolicyPeer{peer(w, k.w, k.addr)}, Ports: ports(k.pods(), k.ports)})
+	}
+	np.Spec.Egress = append(np.Spec.Egress, dnsRule())
+	return np
+}
+
+// annotations are a suggested policy's: the flows behind it, and staged
+// unless enforced (internal/policy honours netpol.io/staged on every
+// policy kind).
+func annotations(flows []Flow, opts Options) map[string]string {
+	a := map[string]string{"netpol.io/suggested-from": justification(flows)}
+	if !opts.Enforce {
+		a[policy.StagedAnnotation] = "true"
+	}
+	return a
+}
+
+// pods are the peer's pods: a workload's, none for addresses.
+func (k peerKey) pods() []*state.Pod {
+	if k.w == nil {
+		return nil
+	}
+	return k.w.pods
 }
 
 // peerKey is one peer of a workload's side: a workload, or addresses

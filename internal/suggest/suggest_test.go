@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/netpol/netpol/internal/engine"
@@ -114,8 +115,8 @@ func TestVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if staged[0].Annotations["netpol.io/staged"] != "true" {
-		t.Errorf("annotations %v, want netpol.io/staged", staged[0].Annotations)
+	if staged[0].GetAnnotations()["netpol.io/staged"] != "true" {
+		t.Errorf("annotations %v, want netpol.io/staged", staged[0].GetAnnotations())
 	}
 }
 
@@ -135,15 +136,16 @@ func TestSuggestCIDRMax(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, r := range nps[0].Spec.Egress {
+	np := nps[0].(*networkingv1.NetworkPolicy)
+	for _, r := range np.Spec.Egress {
 		for _, p := range r.To {
 			if p.IPBlock != nil {
 				got = append(got, p.IPBlock.CIDR+" "+r.Ports[0].Port.String())
 			}
 		}
 	}
-	if want := []string{"198.18.200.0/24 443", "fd00::/64 443"}; strings.Join(got, ", ") != strings.Join(want, ", ") || nps[0].Name != "web-suggested" {
-		t.Errorf("%s egress to %q, want %q", nps[0].Name, got, want)
+	if want := []string{"198.18.200.0/24 443", "fd00::/64 443"}; strings.Join(got, ", ") != strings.Join(want, ", ") || np.Name != "web-suggested" {
+		t.Errorf("%s egress to %q, want %q", np.Name, got, want)
 	}
 }
 
@@ -190,7 +192,7 @@ func TestSuggestNamesApart(t *testing.T) {
 	}
 	var got []string
 	for _, np := range nps {
-		got = append(got, np.Namespace+"/"+np.Name)
+		got = append(got, np.GetNamespace()+"/"+np.GetName())
 	}
 	want := []string{"shop/client-suggested", "shop/web-deployment-suggested", "shop/web-pod-suggested"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {

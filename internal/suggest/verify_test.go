@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/pipeline"
@@ -76,8 +74,8 @@ func randomFlows(r *rand.Rand, e *engine.Engine) []Flow {
 // clusters (synth.Random: every policy API, host-network, dual-stack and
 // IPv6-only pods, a Deployment added): after as the cluster's "pull
 // request" variant (pods relabelled, added and removed), and after as the
-// cluster with the suggestion for random flows enforced. The reports must
-// be the same, to the denied flows.
+// cluster with the suggestion for random flows enforced, in each tier.
+// The reports must be the same, to the denied flows.
 func TestVerifyAgreesWithPairs(t *testing.T) {
 	seeds := int64(300)
 	if testing.Short() {
@@ -91,19 +89,23 @@ func TestVerifyAgreesWithPairs(t *testing.T) {
 		afters := map[string]*engine.Engine{"variant": buildLenient(t, in1)}
 		flows := randomFlows(r, afters["variant"])
 		sflows := randomFlows(r, before)
-		nps, err := Suggest(before.Cluster(), sflows, Options{Enforce: true})
-		if err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
+		for name, tier := range map[string]Tier{"suggested": TierNetworkPolicy, "suggested admin": TierAdmin, "suggested baseline": TierBaseline} {
+			ps, err := Suggest(before.Cluster(), sflows, Options{Enforce: true, Tier: tier, Priority: 100})
+			if err != nil && tier == TierBaseline && strings.Contains(err.Error(), "has the BaselineAdminNetworkPolicy default already") {
+				continue // TestSuggestBaselineTaken
+			}
+			if err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			docs, err := YAML(ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			afters[name] = buildLenient(t, in0+"\n---\n"+string(docs))
 		}
-		docs := []string{in0}
-		for _, np := range nps {
-			b, _ := yaml.Marshal(np)
-			docs = append(docs, string(b))
-		}
-		afters["suggested"] = buildLenient(t, strings.Join(docs, "\n---\n"))
 		for name, after := range afters {
 			fl := flows
-			if name == "suggested" {
+			if name != "variant" {
 				fl = sflows
 			}
 			got, err := Verify(before, after, fl)
