@@ -87,8 +87,8 @@ func adminPolicies(plans []*workloadPlan, opts Options) ([]Policy, error) {
 			for _, pe := range r.ingressPeers() {
 				to = append(to, v1alpha1.AdminNetworkPolicyEgressPeer{Pods: pe.Pods})
 			}
-			if len(r.networks) > 0 {
-				to = append(to, v1alpha1.AdminNetworkPolicyEgressPeer{Networks: r.networks})
+			for _, nets := range r.networkPeers() {
+				to = append(to, v1alpha1.AdminNetworkPolicyEgressPeer{Networks: nets})
 			}
 			anp.Spec.Egress = append(anp.Spec.Egress, v1alpha1.AdminNetworkPolicyEgressRule{
 				Name: r.name, Action: v1alpha1.AdminNetworkPolicyRuleActionAllow, To: to, Ports: r.portsOrNil()})
@@ -173,8 +173,8 @@ func baselinePolicy(plans []*workloadPlan, flows []Flow, opts Options) (*v1alpha
 		for _, pe := range r.ingressPeers() {
 			to = append(to, v1alpha1.BaselineAdminNetworkPolicyEgressPeer{Pods: pe.Pods})
 		}
-		if len(r.networks) > 0 {
-			to = append(to, v1alpha1.BaselineAdminNetworkPolicyEgressPeer{Networks: r.networks})
+		for _, nets := range r.networkPeers() {
+			to = append(to, v1alpha1.BaselineAdminNetworkPolicyEgressPeer{Networks: nets})
 		}
 		banp.Spec.Egress = append(banp.Spec.Egress, v1alpha1.BaselineAdminNetworkPolicyEgressRule{
 			Name: r.name, Action: v1alpha1.BaselineAdminNetworkPolicyRuleActionAllow, To: to, Ports: r.portsOrNil()})
@@ -222,7 +222,8 @@ type adminAllow struct {
 	peers int
 }
 
-// allowRules writes peers as Allow rules, one per set of ports: peers
+// allowRules writes peers as Allow rules (dir "from" for ingress, "to"
+// for egress), one per set of ports: peers
 // observed on the same ports share a rule (up to the API's peers per
 // rule; networks go into one peer, up to its networks per peer), which
 // keeps a workload with many clients within the API's rules. The order
@@ -250,9 +251,14 @@ func allowRules(dir string, peers []adminPeer) ([]adminAllow, error) {
 			r.networks = append(r.networks, v1alpha1.CIDR(p.addr.String()))
 		}
 	}
-	if len(rules) > maxAdminRules-2 { // the DNS rule and the Deny come on top
-		return nil, fmt.Errorf("%d rules for the observed peers and ports, and the API takes %d a direction besides the DNS rule and the final Deny: write NetworkPolicies (the default tier)",
-			len(rules), maxAdminRules-2)
+	// The final Deny comes on top, and in egress the DNS rule.
+	room, besides := maxAdminRules-1, "the final Deny"
+	if dir == "to" {
+		room, besides = maxAdminRules-2, "the DNS rule and the final Deny"
+	}
+	if len(rules) > room {
+		return nil, fmt.Errorf("%d rules for the observed peers and ports, and the API takes %d in this direction besides %s: write NetworkPolicies (the default tier)",
+			len(rules), room, besides)
 	}
 	for i := range rules {
 		r := &rules[i]
@@ -286,6 +292,18 @@ func (r adminAllow) ingressPeers() []v1alpha1.AdminNetworkPolicyIngressPeer {
 	var out []v1alpha1.AdminNetworkPolicyIngressPeer
 	for _, w := range r.pods {
 		out = append(out, v1alpha1.AdminNetworkPolicyIngressPeer{Pods: namespacedPod(w)})
+	}
+	return out
+}
+
+// networkPeers cuts the rule's networks into peers of at most
+// maxAdminNetworks each.
+func (r adminAllow) networkPeers() [][]v1alpha1.CIDR {
+	var out [][]v1alpha1.CIDR
+	for nets := r.networks; len(nets) > 0; {
+		n := min(len(nets), maxAdminNetworks)
+		out = append(out, nets[:n])
+		nets = nets[n:]
 	}
 	return out
 }

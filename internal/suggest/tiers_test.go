@@ -1,7 +1,12 @@
 package suggest
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
+
+	"sigs.k8s.io/network-policy-api/apis/v1alpha1"
 
 	"github.com/netpol/netpol/internal/l4"
 )
@@ -152,5 +157,96 @@ spec:
 	want := "the input has the BaselineAdminNetworkPolicy default already (c.yaml (document 5)), and the API takes only one: add the suggested rules to it by hand, or choose another tier"
 	if err == nil || err.Error() != want {
 		t.Errorf("%v, want %q", err, want)
+	}
+}
+
+// TestSuggestAdminLimits: the API's limits hold whatever the flows: 30
+// outside addresses on one port are one rule with two networks peers (25
+// and 5, the most a peer takes), and 150 clients of one server on one
+// port are two rules (100 peers, the most a rule takes, and 50).
+func TestSuggestAdminLimits(t *testing.T) {
+	var docs []string
+	var flows []Flow
+	https := l4.Port{Proto: l4.TCP, Num: 443}
+	docs = append(docs, `apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop, labels: {app: web}}
+spec: {containers: [{name: c, ports: [{name: https, containerPort: 443}]}]}`)
+	for i := 0; i < 150; i++ {
+		docs = append(docs, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: c%d, namespace: app, labels: {app: c%d}}
+spec: {containers: [{name: c}]}`, i, i))
+		flows = append(flows, Flow{From: fmt.Sprintf("app/c%d", i), To: "shop/web", Port: https, Count: 1})
+	}
+	for i := 0; i < 30; i++ {
+		flows = append(flows, Flow{From: "shop/web", To: fmt.Sprintf("203.0.113.%d", i+1), Port: https, Count: 1})
+	}
+	input := strings.Join(docs, "\n---\n")
+	ps, err := Suggest(build(t, input).Cluster(), flows, Options{Tier: TierAdmin, Priority: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := ps[len(ps)-1].(*v1alpha1.AdminNetworkPolicy)
+	var got []string
+	for _, r := range web.Spec.Ingress {
+		got = append(got, fmt.Sprintf("ingress %s: %d peers", r.Name, len(r.From)))
+	}
+	for _, r := range web.Spec.Egress {
+		var nets []string
+		for _, p := range r.To {
+			nets = append(nets, strconv.Itoa(len(p.Networks)))
+		}
+		got = append(got, fmt.Sprintf("egress %s: networks %s", r.Name, strings.Join(nets, " ")))
+	}
+	want := []string{
+		"ingress allow-from-app/c0-and-99-more: 100 peers",
+		"ingress allow-from-app/c54-and-49-more: 50 peers", // c0 c1 c10 c100-c109 c11 ... c53 are the first 100 in order
+		"ingress deny-everything-else: 1 peers",
+		"egress allow-to-203.0.113.1/32-and-29-more: networks 25 5",
+		"egress allow-dns: networks 0",
+		"egress deny-everything-else: networks 2",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\n%s\nwant\n%s", web.Name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// And the engine takes them (the limits are validated on load).
+	out, err := YAML(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build(t, input+"\n---\n"+string(out))
+}
+
+// TestSuggestAdminRules: a direction takes 100 rules: ingress 99 Allow
+// rules and the Deny, egress 98 and the DNS rule and the Deny. Clients
+// each on its own port make a rule each.
+func TestSuggestAdminRules(t *testing.T) {
+	for _, tt := range []struct {
+		clients int
+		wantErr string
+	}{
+		{99, ""},
+		{100, "AdminNetworkPolicy shop.web-suggested: ingress: 100 rules for the observed peers and ports, and the API takes 99 in this direction besides the final Deny: write NetworkPolicies (the default tier)"},
+	} {
+		docs := []string{"apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop, labels: {app: web}}\nspec: {containers: [{name: c}]}"}
+		var flows []Flow
+		for i := 0; i < tt.clients; i++ {
+			docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: c%d, namespace: app, labels: {app: c%d}}\nspec: {containers: [{name: c}]}", i, i))
+			flows = append(flows, Flow{From: fmt.Sprintf("app/c%d", i), To: "shop/web", Port: l4.Port{Proto: l4.TCP, Num: uint16(1000 + i)}, Count: 1})
+		}
+		input := strings.Join(docs, "\n---\n")
+		ps, err := Suggest(build(t, input).Cluster(), flows, Options{Tier: TierAdmin, Priority: 0})
+		if fmt.Sprint(err) != fmt.Sprint(tt.wantErr) && !(err == nil && tt.wantErr == "") {
+			t.Errorf("%d clients: %v, want %q", tt.clients, err, tt.wantErr)
+			continue
+		}
+		if err == nil {
+			out, err := YAML(ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			build(t, input+"\n---\n"+string(out)) // the limits are validated on load
+		}
 	}
 }
