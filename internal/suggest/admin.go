@@ -67,22 +67,15 @@ func adminPolicies(plans []*workloadPlan, opts Options) ([]Policy, error) {
 		for _, k := range p.egress {
 			eg = append(eg, adminPeer{w: k.w, addr: k.addr, ports: adminPorts(k.pods(), k.ports)})
 		}
-		ingress, err := allowRules("from", in)
+		ingress, egress, err := adminRules(in, eg)
 		if err != nil {
-			return nil, fmt.Errorf("AdminNetworkPolicy %s: ingress: %w", anp.Name, err)
-		}
-		egress, err := allowRules("to", eg)
-		if err != nil {
-			return nil, fmt.Errorf("AdminNetworkPolicy %s: egress: %w", anp.Name, err)
+			return nil, fmt.Errorf("AdminNetworkPolicy %s: %w", anp.Name, err)
 		}
 		for _, r := range ingress {
 			anp.Spec.Ingress = append(anp.Spec.Ingress, v1alpha1.AdminNetworkPolicyIngressRule{
-				Name: r.name, Action: v1alpha1.AdminNetworkPolicyRuleActionAllow, From: r.ingressPeers(), Ports: r.portsOrNil()})
+				Name: r.name, Action: v1alpha1.AdminNetworkPolicyRuleAction(r.action), From: r.ingressPeers(), Ports: r.portsOrNil()})
 		}
-		anp.Spec.Ingress = append(anp.Spec.Ingress, v1alpha1.AdminNetworkPolicyIngressRule{
-			Name: "deny-everything-else", Action: v1alpha1.AdminNetworkPolicyRuleActionDeny,
-			From: []v1alpha1.AdminNetworkPolicyIngressPeer{{Namespaces: &metav1.LabelSelector{}}}})
-		for _, r := range append(egress, dnsAllow()) {
+		for _, r := range egress {
 			var to []v1alpha1.AdminNetworkPolicyEgressPeer
 			for _, pe := range r.ingressPeers() {
 				to = append(to, v1alpha1.AdminNetworkPolicyEgressPeer{Pods: pe.Pods})
@@ -91,11 +84,8 @@ func adminPolicies(plans []*workloadPlan, opts Options) ([]Policy, error) {
 				to = append(to, v1alpha1.AdminNetworkPolicyEgressPeer{Networks: nets})
 			}
 			anp.Spec.Egress = append(anp.Spec.Egress, v1alpha1.AdminNetworkPolicyEgressRule{
-				Name: r.name, Action: v1alpha1.AdminNetworkPolicyRuleActionAllow, To: to, Ports: r.portsOrNil()})
+				Name: r.name, Action: v1alpha1.AdminNetworkPolicyRuleAction(r.action), To: to, Ports: r.portsOrNil()})
 		}
-		anp.Spec.Egress = append(anp.Spec.Egress, v1alpha1.AdminNetworkPolicyEgressRule{
-			Name: "deny-everything-else", Action: v1alpha1.AdminNetworkPolicyRuleActionDeny,
-			To: []v1alpha1.AdminNetworkPolicyEgressPeer{{Networks: everyAddress}}})
 		out = append(out, anp)
 	}
 	return out, nil
@@ -146,13 +136,9 @@ func baselinePolicy(plans []*workloadPlan, flows []Flow, opts Options) (*v1alpha
 	}
 	sortPeers(in)
 	sortPeers(eg)
-	ingress, err := allowRules("from", in)
+	ingress, egress, err := adminRules(in, eg)
 	if err != nil {
-		return nil, fmt.Errorf("BaselineAdminNetworkPolicy default: ingress: %w", err)
-	}
-	egress, err := allowRules("to", eg)
-	if err != nil {
-		return nil, fmt.Errorf("BaselineAdminNetworkPolicy default: egress: %w", err)
+		return nil, fmt.Errorf("BaselineAdminNetworkPolicy default: %w", err)
 	}
 	banp := &v1alpha1.BaselineAdminNetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "policy.networking.k8s.io/v1alpha1", Kind: "BaselineAdminNetworkPolicy"},
@@ -163,12 +149,9 @@ func baselinePolicy(plans []*workloadPlan, flows []Flow, opts Options) (*v1alpha
 	}
 	for _, r := range ingress {
 		banp.Spec.Ingress = append(banp.Spec.Ingress, v1alpha1.BaselineAdminNetworkPolicyIngressRule{
-			Name: r.name, Action: v1alpha1.BaselineAdminNetworkPolicyRuleActionAllow, From: r.ingressPeers(), Ports: r.portsOrNil()})
+			Name: r.name, Action: v1alpha1.BaselineAdminNetworkPolicyRuleAction(r.action), From: r.ingressPeers(), Ports: r.portsOrNil()})
 	}
-	banp.Spec.Ingress = append(banp.Spec.Ingress, v1alpha1.BaselineAdminNetworkPolicyIngressRule{
-		Name: "deny-everything-else", Action: v1alpha1.BaselineAdminNetworkPolicyRuleActionDeny,
-		From: []v1alpha1.AdminNetworkPolicyIngressPeer{{Namespaces: &metav1.LabelSelector{}}}})
-	for _, r := range append(egress, dnsAllow()) {
+	for _, r := range egress {
 		var to []v1alpha1.BaselineAdminNetworkPolicyEgressPeer
 		for _, pe := range r.ingressPeers() {
 			to = append(to, v1alpha1.BaselineAdminNetworkPolicyEgressPeer{Pods: pe.Pods})
@@ -177,11 +160,8 @@ func baselinePolicy(plans []*workloadPlan, flows []Flow, opts Options) (*v1alpha
 			to = append(to, v1alpha1.BaselineAdminNetworkPolicyEgressPeer{Networks: nets})
 		}
 		banp.Spec.Egress = append(banp.Spec.Egress, v1alpha1.BaselineAdminNetworkPolicyEgressRule{
-			Name: r.name, Action: v1alpha1.BaselineAdminNetworkPolicyRuleActionAllow, To: to, Ports: r.portsOrNil()})
+			Name: r.name, Action: v1alpha1.BaselineAdminNetworkPolicyRuleAction(r.action), To: to, Ports: r.portsOrNil()})
 	}
-	banp.Spec.Egress = append(banp.Spec.Egress, v1alpha1.BaselineAdminNetworkPolicyEgressRule{
-		Name: "deny-everything-else", Action: v1alpha1.BaselineAdminNetworkPolicyRuleActionDeny,
-		To: []v1alpha1.BaselineAdminNetworkPolicyEgressPeer{{Networks: everyAddress}}})
 	return banp, nil
 }
 
@@ -211,15 +191,35 @@ func (p adminPeer) label() string {
 	return p.addr.String()
 }
 
-// adminAllow is one Allow rule: its pods and networks peers on ports.
+// adminAllow is one rule of either admin API, in the words both share:
+// its pods and networks peers on ports.
 type adminAllow struct {
-	name     string
+	name   string
+	action string // "Allow" or "Deny", the same in both APIs
+	// everyPod: the peer is every pod (namespaces: {}), the ingress Deny's.
+	everyPod bool
 	pods     []*workload
 	networks []v1alpha1.CIDR
 	ports    []v1alpha1.AdminNetworkPolicyPort
 	// first names the rule's first peer; peers counts them all.
 	first string
 	peers int
+}
+
+// adminRules are both directions' rules of an admin policy: the Allow
+// rules of the observed peers, in egress the DNS, then a Deny of
+// everything else (ingress: every pod, the only sources the API names;
+// egress: every address, pods' included).
+func adminRules(in, eg []adminPeer) (ingress, egress []adminAllow, err error) {
+	if ingress, err = allowRules("from", in); err != nil {
+		return nil, nil, fmt.Errorf("ingress: %w", err)
+	}
+	if egress, err = allowRules("to", eg); err != nil {
+		return nil, nil, fmt.Errorf("egress: %w", err)
+	}
+	ingress = append(ingress, adminAllow{name: "deny-everything-else", action: "Deny", everyPod: true})
+	egress = append(egress, dnsAllow(), adminAllow{name: "deny-everything-else", action: "Deny", networks: everyAddress})
+	return ingress, egress, nil
 }
 
 // allowRules writes peers as Allow rules (dir "from" for ingress, "to"
@@ -241,7 +241,7 @@ func allowRules(dir string, peers []adminPeer) ([]adminAllow, error) {
 		if !ok {
 			i = len(rules)
 			open[key] = i
-			rules = append(rules, adminAllow{ports: p.ports, first: p.label()})
+			rules = append(rules, adminAllow{action: "Allow", ports: p.ports, first: p.label()})
 		}
 		r := &rules[i]
 		r.peers++
@@ -289,6 +289,9 @@ func (r *adminAllow) takes(p adminPeer) bool {
 
 // ingressPeers are the rule's pods peers (ingress takes no others).
 func (r adminAllow) ingressPeers() []v1alpha1.AdminNetworkPolicyIngressPeer {
+	if r.everyPod {
+		return []v1alpha1.AdminNetworkPolicyIngressPeer{{Namespaces: &metav1.LabelSelector{}}}
+	}
 	var out []v1alpha1.AdminNetworkPolicyIngressPeer
 	for _, w := range r.pods {
 		out = append(out, v1alpha1.AdminNetworkPolicyIngressPeer{Pods: namespacedPod(w)})
@@ -320,7 +323,7 @@ func (r adminAllow) portsOrNil() *[]v1alpha1.AdminNetworkPolicyPort {
 // NetworkPolicies.
 func dnsAllow() adminAllow {
 	dns := &workload{namespace: "kube-system", selector: map[string]string{"k8s-app": "kube-dns"}}
-	return adminAllow{name: "allow-dns", pods: []*workload{dns}, ports: []v1alpha1.AdminNetworkPolicyPort{
+	return adminAllow{name: "allow-dns", action: "Allow", pods: []*workload{dns}, ports: []v1alpha1.AdminNetworkPolicyPort{
 		{PortNumber: &v1alpha1.Port{Protocol: corev1.ProtocolUDP, Port: 53}},
 		{PortNumber: &v1alpha1.Port{Protocol: corev1.ProtocolTCP, Port: 53}},
 	}}

@@ -1,14 +1,16 @@
-// Package suggest writes the NetworkPolicies that allow observed flows and
-// as little else as it can: one policy per workload, isolating it both
+// Package suggest writes the policies that allow observed flows and as
+// little else as it can: one NetworkPolicy per workload, isolating it both
 // ways, its ingress allowing the observed sources and its egress the
-// observed destinations and the cluster DNS, on the observed ports. It
-// writes them the way a careful person would: selectors on the labels a
-// workload's pods share and keep (never a controller's hash),
-// kubernetes.io/metadata.name for namespaces, named ports where the
-// destination declares them, single addresses for peers outside the
-// cluster (or the prefixes that cover them, as wide as the options
-// allow). It is a front end's part: it imports engine, state, l4 and the
-// API types, and only cli imports it.
+// observed destinations and the cluster DNS, on the observed ports (or
+// the same as AdminNetworkPolicies, or as the one
+// BaselineAdminNetworkPolicy: Options.Tier). It writes them the way a
+// careful person would: selectors on the labels a workload's pods share
+// and keep (never a controller's hash), kubernetes.io/metadata.name for
+// namespaces, named ports where the destination declares them, single
+// addresses for peers outside the cluster (or the prefixes that cover
+// them, as wide as the options allow). Verify proves a suggestion with the
+// engine. It is a front end's part: it imports engine, state, policy (for
+// its annotations), l4 and the API types, and only cli imports it.
 package suggest
 
 import (
