@@ -101,7 +101,9 @@ type verifier struct {
 	// them: no cell), ports every port they declare.
 	pods  []*state.Pod
 	ports []l4.Port
-	// class[ID] is an after pod's class, -1 for a host-network pod.
+	am    *engine.ClassMatrix // after, over pods and ports
+	// class[ID] is an after pod's class (am.Class), -1 for a host-network
+	// pod.
 	class []int
 	// verdicts memoises a class pair's verdict on a port, for the
 	// observed flows (many name the same workloads).
@@ -133,7 +135,8 @@ func newVerifier(before, after *engine.Engine) *verifier {
 	for i := range v.class {
 		v.class[i] = -1
 	}
-	for i, c := range after.Classes(v.pods) {
+	v.am = after.ClassMatrix(v.pods, v.ports)
+	for i, c := range v.am.Class {
 		v.class[v.pods[i].ID] = c
 	}
 	return v
@@ -193,7 +196,7 @@ func (v *verifier) count(r *Report) {
 		}
 	}
 	bm := v.before.ClassMatrix(was, v.ports)
-	am := v.after.ClassMatrix(v.pods, v.ports)
+	am := v.am
 	// Address families: a pair with none in common has no cell. (Before,
 	// such a pair's verdict is "denied": nothing to lose.)
 	famAfter := make([]uint8, am.Classes())
