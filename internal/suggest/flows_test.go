@@ -91,3 +91,30 @@ func TestMerge(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+// FuzzReadFlows: no input makes ReadFlows panic, and what it returns is
+// flows with both ends and a positive count.
+func FuzzReadFlows(f *testing.F) {
+	for _, seed := range []string{
+		"from,to,port,count\napp/client,shop/web-0,8080/tcp,3\n",
+		`[{"from":"a/x","to":"b/y","port":"80/tcp","count":2}]`,
+		`{"flows":[{"from":"a/x","to":"b/y","dstIP":"198.18.1.2","port":"80/tcp","kernel":"allowed"}]}`,
+		`{"from":"shop/Deployment/web","to":"198.18.0.7","port":"5432/tcp","verdict":"allow","count":12,"first":"2026-11-25T01:00:00Z","last":"2026-11-25T01:05:00Z","node":"node-1"}` + "\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		flows, denied, err := ReadFlows(data)
+		if err != nil {
+			return
+		}
+		if denied < 0 {
+			t.Errorf("%d denied", denied)
+		}
+		for _, fl := range flows {
+			if fl.From == "" || fl.To == "" || fl.Count < 1 {
+				t.Errorf("flow %+v", fl)
+			}
+		}
+	})
+}
