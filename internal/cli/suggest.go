@@ -5,25 +5,24 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
-	networkingv1 "k8s.io/api/networking/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/suggest"
 )
 
 func newSuggest() *cobra.Command {
 	var in inputFlags
-	var flowsPath, output, outDir string
+	var flowPaths []string
+	var output, outDir, tier string
 	var enforce bool
 	var opts suggest.Options
 	cmd := &cobra.Command{
 		Use:   "suggest -f MANIFESTS --flows FILE",
-		Short: "Write the least-privilege NetworkPolicies that allow observed flows, and check them",
+		Short: "Write the least-privilege policies that allow observed flows, and check them",
 		Long: `suggest writes NetworkPolicies that allow every observed flow and as little
 else as it can: one policy per workload (a controller's pods in a namespace,
 or a pod), isolating it for ingress and egress, allowing the observed
@@ -39,43 +38,87 @@ netpol.io/staged: "true" keeps it from being enforced until --enforce (or
 until you remove the annotation): applied staged, the agent's audit log shows
 what it would deny.
 
-Flows (--flows): CSV lines from,to,port[,count] (a header line is allowed),
-a JSON array of {"from","to","port","count"}, or the JSON of
-netpol lab probe -o json (its allowed flows). from and to are pods
-(namespace/name) or addresses; port is 8080/tcp, TCP when left out.
+Flows (--flows, repeatable: every node's record file at once; - for stdin):
+  - the agent's record file: JSON lines, one object a line,
+    {"from","to","port","verdict","count","first","last","node"}; lines
+    with verdict "deny" are skipped (their number goes to stderr): they
+    are connections the policies refused, not traffic to allow;
+  - CSV lines from,to,port[,count] (a header line is allowed);
+  - a JSON array of {"from","to","port","count"};
+  - the JSON of netpol lab probe -o json (its allowed flows).
+from and to are workloads (namespace/Kind/name, as the agent records a
+controller's pods: shop/Deployment/web), pods (namespace/name) or
+addresses; port is 8080/tcp, TCP when left out. A flow naming a workload
+stands for every pod of it. Flows equal in from, to and port (from several
+files, or lines of one) are merged, their counts summed.
+
+Tiers (--tier):
+  - networkpolicy (the default): the NetworkPolicies above.
+  - admin: one AdminNetworkPolicy (policy.networking.k8s.io/v1alpha1) per
+    workload, named <namespace>.<name>-suggested; its subject is the
+    workload's pods (namespace by kubernetes.io/metadata.name, pods by the
+    same labels); Allow rules for the observed peers and ports (peers on
+    the same ports share a rule), egress to outside addresses as networks,
+    the cluster DNS, then a Deny of everything else in each direction (the
+    admin tiers do not isolate by themselves). Each policy has its own
+    priority, from --priority (default 100) up, in the order of the
+    output: policies of equal priority whose subjects overlap are
+    undefined in the API, and a workload's labels may select another
+    workload's pods too. 100 leaves 0-99 to the guardrails that must win
+    over these allow-lists (an admin Allow is final: NetworkPolicies
+    below no longer see the traffic); choose --priority after every admin
+    policy of yours that must come first. At most 1001 workloads fit
+    (0-1000): beyond, it fails and says so.
+  - baseline: the BaselineAdminNetworkPolicy "default" (the API takes no
+    other name, and only one: an input that has it already is refused).
+    It has one subject, every pod of the workloads' namespaces, so a rule
+    cannot say which workload it is for: "from client on http" opens http
+    from client to every pod of those namespaces, and "to web on http"
+    lets every one of them reach web (when web's side allows it). The
+    rules are as precise as that allows, peers and ports, then Deny;
+    the check's "stay open" counts what the lost precision opens, and
+    pods of those namespaces that no flow names are denied everything but
+    the cluster DNS. It decides only where no admin policy did and no
+    NetworkPolicy selects the pod.
+The admin tiers' ingress peers are pods only: a source outside the
+cluster is neither allowed nor denied by them (it is left to the tiers
+below). Admin and baseline policies are staged the same way
+(netpol.io/staged is read on every policy kind). --out-dir writes
+cluster-scoped policies to _cluster.yaml.
 
 Then it checks its result with the engine, the input with the policies
-enforced: how many observed flows are allowed (all, unless an admin policy
-denies one), how many pod pairs x declared ports lose access compared with
-today, and how many stay open that no flow was seen on (the least-privilege
-gap). The check is written to stderr, or with the policies under -o json.`,
+enforced: how many observed flows are allowed (all, unless another policy
+denies one: an admin policy, or an earlier suggested one whose subject
+selects the pods too), how many pod pairs x declared ports lose access
+compared with today, and how many stay open that no flow was seen on (the
+least-privilege gap). The check is written to stderr, or with the policies
+under -o json.`,
 		Example: `  netpol suggest -f cluster/ --flows flows.csv > suggested.yaml
   netpol suggest -f cluster/ --flows probe.json --out-dir suggested/
-  netpol suggest -f cluster/ --flows flows.csv -o json | jq .report`,
+  netpol suggest -f cluster/ --flows node-1.jsonl,node-2.jsonl --flows node-3.jsonl
+  netpol suggest -f cluster/ --flows flows.csv -o json | jq .report
+  netpol suggest -f cluster/ --flows flows.csv --tier admin --priority 500 --out-dir suggested/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(in.files) == 0 {
 				return usageError{fmt.Errorf("give the cluster's manifests with -f")}
 			}
-			if flowsPath == "" {
+			if len(flowPaths) == 0 {
 				return usageError{fmt.Errorf("give the observed flows with --flows FILE")}
 			}
 			if output != "yaml" && output != "json" {
 				return usageError{fmt.Errorf("--output %q: want yaml or json", output)}
 			}
-			var data []byte
 			var err error
-			if flowsPath == "-" {
-				data, err = io.ReadAll(cmd.InOrStdin())
-			} else {
-				data, err = os.ReadFile(flowsPath)
+			if opts.Tier, err = suggest.ParseTier(tier); err != nil {
+				return usageError{fmt.Errorf("--tier: %w", err)}
 			}
-			if err != nil {
-				return troubleError{fmt.Errorf("--flows: %w", err)}
+			if cmd.Flags().Changed("priority") && opts.Tier != suggest.TierAdmin {
+				return usageError{fmt.Errorf("--priority is the first AdminNetworkPolicy's: it goes with --tier admin")}
 			}
-			flows, err := suggest.ReadFlows(data)
+			flows, err := readFlows(cmd, flowPaths)
 			if err != nil {
-				return troubleError{fmt.Errorf("%s: %w", flowsPath, err)}
+				return err
 			}
 			before, err := in.load(cmd)
 			if err != nil {
@@ -100,31 +143,70 @@ gap). The check is written to stderr, or with the policies under -o json.`,
 		},
 	}
 	in.register(cmd)
-	cmd.Flags().StringVar(&flowsPath, "flows", "", "the observed flows: CSV, JSON, or netpol lab probe -o json; - for stdin")
+	cmd.Flags().StringSliceVar(&flowPaths, "flows", nil, "the observed flows: CSV, JSON, netpol lab probe -o json, or the agent's record file (JSON lines); - for stdin; repeatable (every node's record file at once)")
 	cmd.Flags().BoolVar(&enforce, "enforce", false, `leave out netpol.io/staged: "true", so the policies are enforced once applied`)
 	cmd.Flags().IntVar(&opts.CIDRMax4, "cidr-max", 32, "write an outside IPv4 address as the prefix of this length that covers it")
 	cmd.Flags().IntVar(&opts.CIDRMax6, "cidr-max6", 128, "write an outside IPv6 address as the prefix of this length that covers it")
-	cmd.Flags().StringVar(&outDir, "out-dir", "", "write one YAML file per namespace into this directory instead of stdout")
+	cmd.Flags().StringVar(&outDir, "out-dir", "", "write one YAML file per namespace into this directory instead of stdout (cluster-scoped policies: _cluster.yaml)")
+	cmd.Flags().StringVar(&tier, "tier", "networkpolicy", "the API to write: networkpolicy (one NetworkPolicy per workload), admin (one AdminNetworkPolicy per workload) or baseline (the BaselineAdminNetworkPolicy default)")
+	cmd.Flags().Int32Var(&opts.Priority, "priority", 100, "with --tier admin: the first policy's priority; each next workload's policy takes the next one (0-1000, lower first)")
 	outputFlag(cmd, &output, "yaml", "json")
 	return cmd
 }
 
+// readFlows reads every --flows file and merges the flows they share (a
+// flow between two nodes' pods is in both nodes' record files). The
+// denied lines of record files are counted on stderr: they are not
+// traffic to allow, and a reader should know they were there.
+func readFlows(cmd *cobra.Command, paths []string) ([]suggest.Flow, error) {
+	var all []suggest.Flow
+	for _, path := range paths {
+		var data []byte
+		var err error
+		if path == "-" {
+			data, err = io.ReadAll(cmd.InOrStdin())
+		} else {
+			data, err = os.ReadFile(path)
+		}
+		if err != nil {
+			return nil, troubleError{fmt.Errorf("--flows: %w", err)}
+		}
+		flows, denied, err := suggest.ReadFlows(data)
+		if err != nil {
+			return nil, troubleError{fmt.Errorf("%s: %w", path, err)}
+		}
+		if denied > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d denied flows skipped: the policies allow observed traffic only\n", path, denied)
+		}
+		all = append(all, flows...)
+	}
+	return suggest.Merge(all), nil
+}
+
 // verifySuggestion decides the flows and the pod pairs with the input as
-// it is and with the policies enforced (suggest.Verify).
-func verifySuggestion(cmd *cobra.Command, in *inputFlags, before *engine.Engine, nps []*networkingv1.NetworkPolicy, flows []suggest.Flow) (suggest.Report, error) {
+// it is and with the policies enforced (suggest.Verify). The policies go
+// through the YAML written and the decoder, as a reader's kubectl apply
+// would take them.
+func verifySuggestion(cmd *cobra.Command, in *inputFlags, before *engine.Engine, nps []suggest.Policy, flows []suggest.Flow) (suggest.Report, error) {
 	dir, err := os.MkdirTemp("", "netpol-suggest")
 	if err != nil {
 		return suggest.Report{}, err
 	}
 	defer os.RemoveAll(dir)
-	var enforced []*networkingv1.NetworkPolicy
+	var enforced []suggest.Policy
 	for _, np := range nps {
-		np = np.DeepCopy()
-		delete(np.Annotations, "netpol.io/staged")
+		np = np.DeepCopyObject().(suggest.Policy)
+		a := np.GetAnnotations()
+		delete(a, policy.StagedAnnotation)
+		np.SetAnnotations(a)
 		enforced = append(enforced, np)
 	}
+	data, err := suggest.YAML(enforced)
+	if err != nil {
+		return suggest.Report{}, troubleError{err}
+	}
 	path := filepath.Join(dir, "suggested.yaml")
-	if err := os.WriteFile(path, policyYAML(enforced), 0o600); err != nil {
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return suggest.Report{}, err
 	}
 	shape, err := source.ParseANPShape(in.anpShape)
@@ -138,39 +220,50 @@ func verifySuggestion(cmd *cobra.Command, in *inputFlags, before *engine.Engine,
 	return suggest.Verify(before, after, flows)
 }
 
-// policyYAML writes policies as one YAML stream.
-func policyYAML(nps []*networkingv1.NetworkPolicy) []byte {
-	var docs []string
-	for _, np := range nps {
-		b, err := yaml.Marshal(np)
-		if err != nil {
-			panic(err) // a typed object always marshals
-		}
-		docs = append(docs, string(b))
-	}
-	return []byte(strings.Join(docs, "---\n"))
-}
+// clusterFile holds the cluster-scoped policies of --out-dir: a name no
+// namespace can have ("_" is not in a DNS label).
+const clusterFile = "_cluster.yaml"
 
 // writeSuggestion writes the policies (stdout, or a file per namespace)
 // and the check (stderr), or both as JSON.
-func writeSuggestion(cmd *cobra.Command, output, outDir string, nps []*networkingv1.NetworkPolicy, r suggest.Report) error {
+func writeSuggestion(cmd *cobra.Command, output, outDir string, nps []suggest.Policy, r suggest.Report) error {
 	if output == "json" {
-		return writeJSON(cmd.OutOrStdout(), map[string]any{"policies": nps, "report": r})
+		docs := make([]map[string]any, 0, len(nps))
+		for _, np := range nps {
+			doc, err := suggest.Document(np)
+			if err != nil {
+				return troubleError{err}
+			}
+			docs = append(docs, doc)
+		}
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"policies": docs, "report": r})
 	}
 	if outDir == "" {
-		if _, err := cmd.OutOrStdout().Write(policyYAML(nps)); err != nil {
+		data, err := suggest.YAML(nps)
+		if err != nil {
+			return troubleError{err}
+		}
+		if _, err := cmd.OutOrStdout().Write(data); err != nil {
 			return err
 		}
 	} else {
-		byNamespace := map[string][]*networkingv1.NetworkPolicy{}
+		byFile := map[string][]suggest.Policy{}
 		for _, np := range nps {
-			byNamespace[np.Namespace] = append(byNamespace[np.Namespace], np)
+			file := clusterFile
+			if ns := np.GetNamespace(); ns != "" {
+				file = ns + ".yaml"
+			}
+			byFile[file] = append(byFile[file], np)
 		}
 		if err := os.MkdirAll(outDir, 0o755); err != nil {
 			return err
 		}
-		for ns, list := range byNamespace {
-			if err := os.WriteFile(filepath.Join(outDir, ns+".yaml"), policyYAML(list), 0o644); err != nil {
+		for file, list := range byFile {
+			data, err := suggest.YAML(list)
+			if err != nil {
+				return troubleError{err}
+			}
+			if err := os.WriteFile(filepath.Join(outDir, file), data, 0o644); err != nil {
 				return err
 			}
 		}
@@ -178,7 +271,7 @@ func writeSuggestion(cmd *cobra.Command, output, outDir string, nps []*networkin
 	w := cmd.ErrOrStderr()
 	fmt.Fprintf(w, "%d policies for %d observed flows: %d allowed with them enforced", len(nps), r.Flows, r.Allowed)
 	for _, f := range r.Denied {
-		fmt.Fprintf(w, "\n  denied (an admin policy decides it): %s", f)
+		fmt.Fprintf(w, "\n  denied: %s", f)
 	}
 	fmt.Fprintf(w, "\n%d of %d pod pairs x declared ports lose access; %d stay open that no flow was seen on\n", r.Lost, r.Cells, r.OpenUnobserved)
 	return nil

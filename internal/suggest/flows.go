@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -12,63 +13,148 @@ import (
 	"github.com/netpol/netpol/internal/l4"
 )
 
-// ReadFlows reads observed flows in one of three forms, told apart by the
-// first character:
+// ReadFlows reads observed flows in one of four forms, told apart by how
+// they begin:
 //
 //   - CSV: from,to,port[,count], with or without a header line
 //     ("from,to,port,count"); port as 8080/tcp (TCP when left out);
 //   - a JSON array of {"from", "to", "port", "count"};
-//   - the JSON of `netpol lab probe -o json`: its allowed flows.
+//   - the JSON of `netpol lab probe -o json` (one object with "flows"):
+//     its allowed flows;
+//   - the agent's record file: JSON lines, one object per line,
+//     {"from","to","port","verdict","count","first","last","node"}; lines
+//     with verdict "deny" are connections the policies refused, not
+//     traffic to allow: they are skipped, and denied counts them.
 //
-// From and to are pods (namespace/name) or addresses. Errors name the line
-// or the element.
-func ReadFlows(data []byte) ([]Flow, error) {
+// From and to are pods (namespace/name), workloads (namespace/Kind/name)
+// or addresses. Flows equal in from, to and port are merged, their counts
+// summed, so that a policy's annotation lists each once. Errors name the
+// line (the element of a JSON array).
+func ReadFlows(data []byte) (flows []Flow, denied int, err error) {
 	trimmed := bytes.TrimSpace(data)
+	var m merger
+	p := parser{ports: map[string]l4.Port{}}
 	switch {
 	case len(trimmed) == 0:
-		return nil, nil
+		return nil, 0, nil
 	case trimmed[0] == '[':
 		var rows []jsonFlow
 		if err := json.Unmarshal(trimmed, &rows); err != nil {
-			return nil, fmt.Errorf("flows (JSON): %w", err)
+			return nil, 0, fmt.Errorf("flows (JSON): %w", err)
 		}
-		return fromJSON(rows, false)
+		err = p.fromJSON(&m, rows, false)
 	case trimmed[0] == '{':
-		var probe struct {
-			Flows []jsonFlow `json:"flows"`
+		var probe bool
+		if probe, err = isProbe(data); err == nil && probe {
+			var doc struct {
+				Flows []jsonFlow `json:"flows"`
+			}
+			if err := json.Unmarshal(trimmed, &doc); err != nil {
+				return nil, 0, fmt.Errorf("flows (lab probe JSON): %w", err)
+			}
+			err = p.fromJSON(&m, doc.Flows, true)
+		} else if err == nil {
+			denied, err = p.records(&m, data)
 		}
-		if err := json.Unmarshal(trimmed, &probe); err != nil {
-			return nil, fmt.Errorf("flows (lab probe JSON): %w", err)
-		}
-		return fromJSON(probe.Flows, true)
+	default:
+		err = p.csv(&m, data)
 	}
-	r := csv.NewReader(bytes.NewReader(trimmed))
+	if err != nil {
+		return nil, 0, err
+	}
+	return m.out, denied, nil
+}
+
+// Merge merges flows equal in from, to and port (the flows of several
+// record files: each node records its own pods' connections, and a flow
+// between two nodes' pods is in both files), summing their counts, in the
+// order they first appear.
+func Merge(flows []Flow) []Flow {
+	var m merger
+	for _, f := range flows {
+		m.add(f)
+	}
+	return m.out
+}
+
+// merger merges flows as they come.
+type merger struct {
+	at  map[flowKey]int // index in out
+	out []Flow
+}
+
+type flowKey struct {
+	from, to string
+	port     l4.Port
+}
+
+func (m *merger) add(f Flow) {
+	if m.at == nil {
+		m.at = map[flowKey]int{}
+	}
+	k := flowKey{f.From, f.To, f.Port}
+	if i, ok := m.at[k]; ok {
+		m.out[i].Count += f.Count
+		return
+	}
+	m.at[k] = len(m.out)
+	m.out = append(m.out, f)
+}
+
+// isProbe tells the lab probe's JSON (one object with "flows") from a
+// record file (objects, one a line), by the keys of the first object.
+func isProbe(data []byte) (bool, error) {
+	var first map[string]json.RawMessage
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&first); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return false, fmt.Errorf("flows line %d: %w", bytes.Count(data[:syntax.Offset], []byte("\n"))+1, err)
+		}
+		return false, fmt.Errorf("flows (JSON): %w", err)
+	}
+	_, ok := first["flows"]
+	return ok, nil
+}
+
+// parser turns the fields of one flow into a Flow. It keeps the ports it
+// has parsed: a record file of a million lines names a few dozen.
+type parser struct {
+	ports map[string]l4.Port
+}
+
+func (p *parser) csv(m *merger, data []byte) error {
+	r := csv.NewReader(bytes.NewReader(data))
 	r.FieldsPerRecord = -1
 	r.TrimLeadingSpace = true
-	var out []Flow
-	for line := 1; ; line++ {
+	for first := true; ; first = false {
 		rec, err := r.Read()
 		if err == io.EOF {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("flows (CSV): %w", err)
+			return fmt.Errorf("flows (CSV): %w", err)
 		}
-		if line == 1 && strings.EqualFold(rec[0], "from") {
+		line, _ := r.FieldPos(0)
+		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+			continue // a line of spaces
+		}
+		if first && strings.EqualFold(rec[0], "from") {
 			continue // the header
 		}
 		if len(rec) < 3 || len(rec) > 4 {
-			return nil, fmt.Errorf("flows line %d: %d fields, want from,to,port[,count]", line, len(rec))
+			return fmt.Errorf("flows line %d: %d fields, want from,to,port[,count]", line, len(rec))
 		}
-		count := "1"
+		count := 1
 		if len(rec) == 4 {
-			count = rec[3]
+			if count, err = strconv.Atoi(rec[3]); err != nil || count < 1 {
+				return fmt.Errorf("flows line %d: count %q: want a positive number", line, rec[3])
+			}
 		}
-		f, err := flow(rec[0], rec[1], rec[2], count)
+		f, err := p.flow(rec[0], rec[1], rec[2], count)
 		if err != nil {
-			return nil, fmt.Errorf("flows line %d: %w", line, err)
+			return fmt.Errorf("flows line %d: %w", line, err)
 		}
-		out = append(out, f)
+		m.add(f)
 	}
 }
 
@@ -81,8 +167,7 @@ type jsonFlow struct {
 	DstIP  string `json:"dstIP"`  // lab probe: the address probed
 }
 
-func fromJSON(rows []jsonFlow, probe bool) ([]Flow, error) {
-	var out []Flow
+func (p *parser) fromJSON(m *merger, rows []jsonFlow, probe bool) error {
 	for i, row := range rows {
 		if probe && row.Kernel != "allowed" {
 			continue // only what the kernel let through was observed
@@ -91,27 +176,78 @@ func fromJSON(rows []jsonFlow, probe bool) ([]Flow, error) {
 		if probe && row.DstIP != "" {
 			to = row.DstIP // the family the probe took
 		}
-		count := strconv.Itoa(max(row.Count, 1))
-		f, err := flow(row.From, to, row.Port, count)
+		f, err := p.flow(row.From, to, row.Port, max(row.Count, 1))
 		if err != nil {
-			return nil, fmt.Errorf("flows[%d]: %w", i, err)
+			return fmt.Errorf("flows[%d]: %w", i, err)
 		}
-		out = append(out, f)
+		m.add(f)
 	}
-	return out, nil
+	return nil
 }
 
-func flow(from, to, port, count string) (Flow, error) {
+// record is one line of the agent's record file, its fields in the order
+// the agent writes them. first, last and node say when and where; the
+// policies need none of them.
+type record struct {
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Port    string `json:"port"`
+	Verdict string `json:"verdict"`
+	Count   int    `json:"count"`
+	First   string `json:"first"`
+	Last    string `json:"last"`
+	Node    string `json:"node"`
+}
+
+// records reads a record file, line by line; it returns how many lines
+// were denied connections.
+func (p *parser) records(m *merger, data []byte) (denied int, err error) {
+	for line := 1; len(data) > 0; line++ {
+		text := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			text, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		text = bytes.TrimSpace(text)
+		if len(text) == 0 {
+			continue
+		}
+		var r record
+		if err := json.Unmarshal(text, &r); err != nil {
+			return 0, fmt.Errorf("flows line %d: %w", line, err)
+		}
+		switch r.Verdict {
+		case "allow":
+		case "deny":
+			denied++
+			continue
+		default:
+			// A missing verdict is not taken for "allow": a misspelt key
+			// would turn denied traffic into policy.
+			return 0, fmt.Errorf("flows line %d: verdict %q: want allow or deny", line, r.Verdict)
+		}
+		f, err := p.flow(r.From, r.To, r.Port, max(r.Count, 1))
+		if err != nil {
+			return 0, fmt.Errorf("flows line %d: %w", line, err)
+		}
+		m.add(f)
+	}
+	return denied, nil
+}
+
+func (p *parser) flow(from, to, port string, count int) (Flow, error) {
 	if from == "" || to == "" {
 		return Flow{}, fmt.Errorf("a flow needs from and to")
 	}
-	ps, err := l4.ParsePortList(port)
-	if err != nil || len(ps) != 1 {
-		return Flow{}, fmt.Errorf("port %q: want one port, as 8080/tcp", port)
+	pt, ok := p.ports[port]
+	if !ok {
+		ps, err := l4.ParsePortList(port)
+		if err != nil || len(ps) != 1 {
+			return Flow{}, fmt.Errorf("port %q: want one port, as 8080/tcp", port)
+		}
+		pt = ps[0]
+		p.ports[port] = pt
 	}
-	n, err := strconv.Atoi(count)
-	if err != nil || n < 1 {
-		return Flow{}, fmt.Errorf("count %q: want a positive number", count)
-	}
-	return Flow{From: from, To: to, Port: ps[0], Count: n}, nil
+	return Flow{From: from, To: to, Port: pt, Count: count}, nil
 }

@@ -15,14 +15,14 @@ func TestReadFlows(t *testing.T) {
 		"csv":               "app/client, shop/web-0, 8080, 3\napp/client,198.18.200.7,53/udp",
 		"json":              `[{"from":"app/client","to":"shop/web-0","port":"8080/tcp","count":3},{"from":"app/client","to":"198.18.200.7","port":"53/udp"}]`,
 	} {
-		got, err := ReadFlows([]byte(in))
+		got, _, err := ReadFlows([]byte(in))
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("%s: %v %v, want %v", name, got, err, want)
 		}
 	}
 	probe := `{"flows":[{"from":"a/x","to":"b/y","dstIP":"198.18.1.2","port":"80/tcp","kernel":"allowed","predicted":"allowed"},
 	{"from":"a/x","to":"b/z","dstIP":"198.18.1.3","port":"80/tcp","kernel":"denied","predicted":"denied"}],"probed":2,"mismatches":0}`
-	got, err := ReadFlows([]byte(probe))
+	got, _, err := ReadFlows([]byte(probe))
 	if want := []Flow{{"a/x", "198.18.1.2", tcp(80), 1}}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("lab probe JSON: %v %v, want %v (the allowed flow only)", got, err, want)
 	}
@@ -31,9 +31,90 @@ func TestReadFlows(t *testing.T) {
 		"a,b,http\n":                 `flows line 1: port "http": want one port, as 8080/tcp`,
 		"a,b,80,0\n":                 `flows line 1: count "0": want a positive number`,
 		`[{"from":"a","port":"80"}]`: "flows[0]: a flow needs from and to",
+		// Lines are the file's: blank lines and the header count.
+		"from,to,port\n\na,b\n": "flows line 3: 2 fields, want from,to,port[,count]",
+		"\n\na,b,80\na,b\n":     "flows line 4: 2 fields, want from,to,port[,count]",
 	} {
-		if _, err := ReadFlows([]byte(in)); err == nil || err.Error() != wantErr {
+		if _, _, err := ReadFlows([]byte(in)); err == nil || err.Error() != wantErr {
 			t.Errorf("%q: %v, want %q", in, err, wantErr)
 		}
 	}
+}
+
+// TestReadRecords: the agent's record file, one JSON object a line:
+// allowed lines become flows (equal ones merged, counts summed), denied
+// lines are counted and left out, and a pretty-printed lab probe object is
+// still told apart from it.
+func TestReadRecords(t *testing.T) {
+	tcp := func(n uint16) l4.Port { return l4.Port{Proto: l4.TCP, Num: n} }
+	records := `{"from":"shop/Deployment/web","to":"198.18.0.7","port":"5432/tcp","verdict":"allow","count":12,"first":"2026-11-25T01:00:00Z","last":"2026-11-25T01:05:00Z","node":"node-1"}
+{"from":"shop/Deployment/web","to":"shop/StatefulSet/db","port":"5432/tcp","verdict":"deny","count":3,"first":"2026-11-25T01:00:00Z","last":"2026-11-25T01:01:00Z","node":"node-1"}
+
+{"from":"app/client","to":"shop/Deployment/web","port":"8080/tcp","verdict":"allow","count":2,"first":"2026-11-25T01:00:00Z","last":"2026-11-25T01:02:00Z","node":"node-2"}
+{"from":"shop/Deployment/web","to":"198.18.0.7","port":"5432/tcp","verdict":"allow","count":5,"first":"2026-11-25T01:06:00Z","last":"2026-11-25T01:07:00Z","node":"node-1"}
+{"from":"shop/Deployment/web","to":"shop/StatefulSet/db","port":"5432/tcp","verdict":"deny","count":1,"first":"2026-11-25T01:03:00Z","last":"2026-11-25T01:03:00Z","node":"node-2"}
+`
+	got, denied, err := ReadFlows([]byte(records))
+	want := []Flow{{"shop/Deployment/web", "198.18.0.7", tcp(5432), 17}, {"app/client", "shop/Deployment/web", tcp(8080), 2}}
+	if err != nil || !slices.Equal(got, want) || denied != 2 {
+		t.Errorf("records: %v, %d denied, %v; want %v, 2 denied", got, denied, err, want)
+	}
+	probe := `{
+  "flows": [
+    {"from": "a/x", "to": "b/y", "dstIP": "198.18.1.2", "port": "80/tcp", "kernel": "allowed"}
+  ],
+  "probed": 1
+}`
+	if got, denied, err := ReadFlows([]byte(probe)); err != nil || !slices.Equal(got, []Flow{{"a/x", "198.18.1.2", tcp(80), 1}}) || denied != 0 {
+		t.Errorf("pretty lab probe JSON: %v, %d denied, %v; want a/x -> 198.18.1.2 80/tcp", got, denied, err)
+	}
+	for in, wantErr := range map[string]string{
+		`{"from":"a/x","to":"b/y","port":"80/tcp","verdict":"allow","count":1}` + "\n" + `{"from":"a/x","to":"b/y","port":"80/tcp","count":1}`: `flows line 2: verdict "": want allow or deny`,
+		`{"from":"a/x","to":"b/y","port":"80/tcp","verdict":"allow"}` + "\n\n" + `{"from":"a/x","to":"b/y","port":"eighty","verdict":"allow"}`: `flows line 3: port "eighty": want one port, as 8080/tcp`,
+		`{"from":"a/x","to":"b/y","port":"80/tcp","verdict":"allow"}` + "\n" + `{"from":"a/x",`:                                                "flows line 2: unexpected end of JSON input",
+		"{\n  \"flows\": [\n    {\"from\": \"a/x\",,}\n  ]\n}":                                                                                 "flows line 3: invalid character ',' looking for beginning of object key string",
+		`{"from":"a/x","to":"b/y","port":"80/tcp","verdict":"maybe"}`:                                                                          `flows line 1: verdict "maybe": want allow or deny`,
+	} {
+		if _, _, err := ReadFlows([]byte(in)); err == nil || err.Error() != wantErr {
+			t.Errorf("%q: %v, want %q", in, err, wantErr)
+		}
+	}
+}
+
+// TestMerge: flows of several files, equal in from, to and port, become
+// one, counts summed, in the order they first appear.
+func TestMerge(t *testing.T) {
+	tcp := func(n uint16) l4.Port { return l4.Port{Proto: l4.TCP, Num: n} }
+	got := Merge([]Flow{{"a/x", "b/y", tcp(80), 2}, {"a/x", "b/y", tcp(81), 1}, {"b/y", "a/x", tcp(80), 4}, {"a/x", "b/y", tcp(80), 3}})
+	want := []Flow{{"a/x", "b/y", tcp(80), 5}, {"a/x", "b/y", tcp(81), 1}, {"b/y", "a/x", tcp(80), 4}}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// FuzzReadFlows: no input makes ReadFlows panic, and what it returns is
+// flows with both ends and a positive count.
+func FuzzReadFlows(f *testing.F) {
+	for _, seed := range []string{
+		"from,to,port,count\napp/client,shop/web-0,8080/tcp,3\n",
+		`[{"from":"a/x","to":"b/y","port":"80/tcp","count":2}]`,
+		`{"flows":[{"from":"a/x","to":"b/y","dstIP":"198.18.1.2","port":"80/tcp","kernel":"allowed"}]}`,
+		`{"from":"shop/Deployment/web","to":"198.18.0.7","port":"5432/tcp","verdict":"allow","count":12,"first":"2026-11-25T01:00:00Z","last":"2026-11-25T01:05:00Z","node":"node-1"}` + "\n",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		flows, denied, err := ReadFlows(data)
+		if err != nil {
+			return
+		}
+		if denied < 0 {
+			t.Errorf("%d denied", denied)
+		}
+		for _, fl := range flows {
+			if fl.From == "" || fl.To == "" || fl.Count < 1 {
+				t.Errorf("flow %+v", fl)
+			}
+		}
+	})
 }

@@ -1,14 +1,16 @@
-// Package suggest writes the NetworkPolicies that allow observed flows and
-// as little else as it can: one policy per workload, isolating it both
+// Package suggest writes the policies that allow observed flows and as
+// little else as it can: one NetworkPolicy per workload, isolating it both
 // ways, its ingress allowing the observed sources and its egress the
-// observed destinations and the cluster DNS, on the observed ports. It
-// writes them the way a careful person would: selectors on the labels a
-// workload's pods share and keep (never a controller's hash),
-// kubernetes.io/metadata.name for namespaces, named ports where the
-// destination declares them, single addresses for peers outside the
-// cluster (or the prefixes that cover them, as wide as the options
-// allow). It is a front end's part: it imports engine, state, l4 and the
-// API types, and only cli imports it.
+// observed destinations and the cluster DNS, on the observed ports (or
+// the same as AdminNetworkPolicies, or as the one
+// BaselineAdminNetworkPolicy: Options.Tier). It writes them the way a
+// careful person would: selectors on the labels a workload's pods share
+// and keep (never a controller's hash), kubernetes.io/metadata.name for
+// namespaces, named ports where the destination declares them, single
+// addresses for peers outside the cluster (or the prefixes that cover
+// them, as wide as the options allow). Verify proves a suggestion with the
+// engine. It is a front end's part: it imports engine, state, policy (for
+// its annotations), l4 and the API types, and only cli imports it.
 package suggest
 
 import (
@@ -22,14 +24,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/state"
 )
 
-// Flow is one observed connection: From and To are pods ("ns/name") or
-// addresses, Port the destination port, Count how often it was seen.
+// Flow is one observed connection: From and To are pods ("ns/name"),
+// workloads ("ns/Kind/name": the pods of a controller, as the agent
+// records them) or addresses; Port is the destination port, Count how
+// often it was seen.
 type Flow struct {
 	From, To string
 	Port     l4.Port
@@ -54,6 +60,37 @@ type Options struct {
 	// every address alone): a service behind changing addresses of one
 	// network needs one rule, not one per address seen.
 	CIDRMax4, CIDRMax6 int
+	// Tier is the API the policies are written in.
+	Tier Tier
+	// Priority is the first AdminNetworkPolicy's priority (TierAdmin);
+	// the next workload's policy takes the next one.
+	Priority int32
+}
+
+// Tier is the policy API a suggestion is written in.
+type Tier int
+
+const (
+	// TierNetworkPolicy writes one NetworkPolicy per workload.
+	TierNetworkPolicy Tier = iota
+	// TierAdmin writes one AdminNetworkPolicy per workload, each of its
+	// own priority.
+	TierAdmin
+	// TierBaseline writes the BaselineAdminNetworkPolicy "default".
+	TierBaseline
+)
+
+// ParseTier reads --tier: "" or networkpolicy, admin, baseline.
+func ParseTier(s string) (Tier, error) {
+	switch strings.ToLower(s) {
+	case "", "networkpolicy":
+		return TierNetworkPolicy, nil
+	case "admin":
+		return TierAdmin, nil
+	case "baseline":
+		return TierBaseline, nil
+	}
+	return 0, fmt.Errorf("tier %q: want networkpolicy, admin or baseline", s)
 }
 
 // unstableLabels are set by controllers per revision or per pod: a
@@ -66,21 +103,118 @@ var unstableLabels = []string{"pod-template-hash", "controller-revision-hash", "
 // or one pod.
 type workload struct {
 	namespace, name string
+	kind            string // the controller's kind; "" for a bare pod
 	pods            []*state.Pod
 	selector        map[string]string
 }
 
-// Suggest returns the policies for the workloads that flows name, sorted
-// by namespace and name. A flow naming a pod the cluster does not have is
-// an error.
-func Suggest(c *state.Cluster, flows []Flow, opts Options) ([]*networkingv1.NetworkPolicy, error) {
-	byPod := map[string]*workload{}
-	workloadOf := func(key string) (*workload, error) {
-		p := c.Pod(key)
-		if p == nil {
-			return nil, fmt.Errorf("flow names pod %s, which the input does not have", key)
+// namer names policies: <name>-suggested when no other workload of the
+// namespace has that name, else <name>-<kind>-suggested (kind lowercased,
+// "pod" for a bare pod), so that a bare pod web and a Deployment web do
+// not write the same policy. Uniqueness is over the input's workloads, not
+// the suggested ones: a name must not change when a flow of the other
+// workload shows up later.
+type namer struct {
+	c *state.Cluster
+	// kinds[namespace][name] are the kinds of the workloads of that name
+	// ("" for a bare pod).
+	kinds map[string]map[string][]string
+}
+
+func (n *namer) name(w *workload) string {
+	byName := n.kinds[w.namespace]
+	if byName == nil {
+		byName = map[string][]string{}
+		for _, p := range n.c.PodsIn(n.c.Namespace(w.namespace)) {
+			kind, name, ok := strings.Cut(p.Owner, " ")
+			if !ok {
+				kind, name = "", p.Name
+			}
+			if !slices.Contains(byName[name], kind) {
+				byName[name] = append(byName[name], kind)
+			}
 		}
-		return workloadFor(c, p, byPod), nil
+		n.kinds[w.namespace] = byName
+	}
+	if len(byName[w.name]) <= 1 {
+		return w.name + "-suggested"
+	}
+	kind := strings.ToLower(w.kind)
+	if kind == "" {
+		kind = "pod"
+	}
+	return w.name + "-" + kind + "-suggested"
+}
+
+// Policy is one suggested policy object: a *networkingv1.NetworkPolicy,
+// a *v1alpha1.AdminNetworkPolicy or the *v1alpha1.BaselineAdminNetworkPolicy,
+// as Options.Tier asks.
+type Policy interface {
+	metav1.Object
+	runtime.Object
+}
+
+// Suggest returns the policies for the workloads that flows name, in the
+// tier opts asks for: NetworkPolicies sorted by namespace and name,
+// AdminNetworkPolicies in priority order, or the one
+// BaselineAdminNetworkPolicy. Flows equal in from, to and port are merged
+// first. A flow naming a pod or a workload the cluster does not have is
+// an error, and so is a suggestion the tier's API cannot hold.
+func Suggest(c *state.Cluster, flows []Flow, opts Options) ([]Policy, error) {
+	plans, err := plan(c, flows, opts)
+	if err != nil {
+		return nil, err
+	}
+	var out []Policy
+	switch opts.Tier {
+	case TierAdmin:
+		return adminPolicies(plans, opts)
+	case TierBaseline:
+		for _, o := range c.Policies {
+			if o.Kind == "BaselineAdminNetworkPolicy" {
+				return nil, fmt.Errorf("the input has the BaselineAdminNetworkPolicy %s already (%s), and the API takes only one: add the suggested rules to it by hand, or choose another tier", o.Name, o.Origin)
+			}
+		}
+		banp, err := baselinePolicy(plans, Merge(flows), opts)
+		if err != nil || banp == nil {
+			return nil, err
+		}
+		return []Policy{banp}, nil
+	}
+	for _, p := range plans {
+		out = append(out, networkPolicy(p, opts))
+	}
+	return out, nil
+}
+
+// workloadPlan is what a workload's policy allows, whatever the tier:
+// its peers on each side with their observed ports, and the flows that
+// justify them.
+type workloadPlan struct {
+	w               *workload
+	name            string // the policy's name (namer)
+	ingress, egress []sidePeer
+	flows           []Flow
+}
+
+// sidePeer is one peer of a side with its observed ports.
+type sidePeer struct {
+	peerKey
+	ports []l4.Port
+}
+
+// plan works out every workload's plan, sorted by namespace and policy
+// name.
+func plan(c *state.Cluster, flows []Flow, opts Options) ([]*workloadPlan, error) {
+	flows = Merge(flows) // each flow once in the annotations
+	byPod := map[string]*workload{}
+	named := newEnds(c)
+	workloadOf := func(end string) (*workload, error) {
+		pods, err := named.pods(end)
+		if err != nil {
+			return nil, err
+		}
+		return workloadFor(c, pods[0], byPod), nil
 	}
 	type sides struct {
 		ingress, egress map[peerKey][]l4.Port
@@ -125,42 +259,68 @@ func Suggest(c *state.Cluster, flows []Flow, opts Options) ([]*networkingv1.Netw
 			}
 		}
 	}
-	var out []*networkingv1.NetworkPolicy
+	names := &namer{c: c, kinds: map[string]map[string][]string{}}
+	var out []*workloadPlan
 	for w, s := range policies {
-		np := &networkingv1.NetworkPolicy{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
-			ObjectMeta: metav1.ObjectMeta{Name: w.name + "-suggested", Namespace: w.namespace, Annotations: map[string]string{}},
-			Spec: networkingv1.NetworkPolicySpec{
-				PodSelector: metav1.LabelSelector{MatchLabels: w.selector},
-				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-			},
-		}
-		if !opts.Enforce {
-			np.Annotations["netpol.io/staged"] = "true"
-		}
-		np.Annotations["netpol.io/suggested-from"] = justification(s.flows)
+		p := &workloadPlan{w: w, name: names.name(w), flows: s.flows}
 		for _, k := range sortedPeers(s.ingress) {
-			np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{
-				From: []networkingv1.NetworkPolicyPeer{peer(w, k.w, k.addr)}, Ports: ports(w.pods, s.ingress[k])})
+			p.ingress = append(p.ingress, sidePeer{k, s.ingress[k]})
 		}
 		for _, k := range sortedPeers(s.egress) {
-			var dsts []*state.Pod
-			if k.w != nil {
-				dsts = k.w.pods
-			}
-			np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{
-				To: []networkingv1.NetworkPolicyPeer{peer(w, k.w, k.addr)}, Ports: ports(dsts, s.egress[k])})
+			p.egress = append(p.egress, sidePeer{k, s.egress[k]})
 		}
-		np.Spec.Egress = append(np.Spec.Egress, dnsRule())
-		out = append(out, np)
+		out = append(out, p)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
+		if out[i].w.namespace != out[j].w.namespace {
+			return out[i].w.namespace < out[j].w.namespace
 		}
-		return out[i].Name < out[j].Name
+		return out[i].name < out[j].name
 	})
 	return out, nil
+}
+
+// networkPolicy is a workload's NetworkPolicy: it isolates the workload
+// both ways and allows what was observed, and the cluster DNS.
+func networkPolicy(p *workloadPlan, opts Options) *networkingv1.NetworkPolicy {
+	w := p.w
+	np := &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: w.namespace, Annotations: annotations(p.flows, opts)},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: w.selector},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+		},
+	}
+	for _, k := range p.ingress {
+		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{
+			From: []networkingv1.NetworkPolicyPeer{peer(w, k.w, k.addr)}, Ports: ports(w.pods, k.ports)})
+	}
+	for _, k := range p.egress {
+		np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{
+			To: []networkingv1.NetworkPolicyPeer{peer(w, k.w, k.addr)}, Ports: ports(k.pods(), k.ports)})
+	}
+	np.Spec.Egress = append(np.Spec.Egress, dnsRule())
+	return np
+}
+
+// annotations are a suggested policy's: the flows behind it, and staged
+// unless enforced (internal/policy honours netpol.io/staged on every
+// policy kind).
+func annotations(flows []Flow, opts Options) map[string]string {
+	a := map[string]string{"netpol.io/suggested-from": justification(flows)}
+	if !opts.Enforce {
+		a[policy.StagedAnnotation] = "true"
+	}
+	return a
+}
+
+// pods are the peer's pods: a workload's, none for addresses.
+func (k peerKey) pods() []*state.Pod {
+	if k.w == nil {
+		return nil
+	}
+	return k.w.pods
 }
 
 // peerKey is one peer of a workload's side: a workload, or addresses
@@ -183,10 +343,11 @@ func widen(a netip.Addr, opts Options) netip.Prefix {
 	return netip.PrefixFrom(a, bits).Masked()
 }
 
-// order sorts peers: workloads by namespace and name, then addresses.
+// order sorts peers: workloads by namespace, name and kind (two
+// workloads may share a name), then addresses.
 func (k peerKey) order() string {
 	if k.w != nil {
-		return "0 " + k.w.namespace + "/" + k.w.name
+		return "0 " + k.w.namespace + "/" + k.w.name + "/" + k.w.kind
 	}
 	return "1 " + k.addr.String()
 }
@@ -223,8 +384,7 @@ func workloadFor(c *state.Cluster, p *state.Pod, byPod map[string]*workload) *wo
 	}
 	w := &workload{namespace: p.Namespace.Name, name: p.Name}
 	if p.Owner != "" {
-		_, name, _ := strings.Cut(p.Owner, " ")
-		w.name = name
+		w.kind, w.name, _ = strings.Cut(p.Owner, " ")
 		for _, q := range c.PodsIn(p.Namespace) {
 			if q.Owner == p.Owner {
 				w.pods = append(w.pods, q)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/netpol/netpol/internal/engine"
@@ -114,8 +115,8 @@ func TestVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if staged[0].Annotations["netpol.io/staged"] != "true" {
-		t.Errorf("annotations %v, want netpol.io/staged", staged[0].Annotations)
+	if staged[0].GetAnnotations()["netpol.io/staged"] != "true" {
+		t.Errorf("annotations %v, want netpol.io/staged", staged[0].GetAnnotations())
 	}
 }
 
@@ -135,14 +136,66 @@ func TestSuggestCIDRMax(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, r := range nps[0].Spec.Egress {
+	np := nps[0].(*networkingv1.NetworkPolicy)
+	for _, r := range np.Spec.Egress {
 		for _, p := range r.To {
 			if p.IPBlock != nil {
 				got = append(got, p.IPBlock.CIDR+" "+r.Ports[0].Port.String())
 			}
 		}
 	}
-	if want := []string{"198.18.200.0/24 443", "fd00::/64 443"}; strings.Join(got, ", ") != strings.Join(want, ", ") || nps[0].Name != "web-suggested" {
-		t.Errorf("%s egress to %q, want %q", nps[0].Name, got, want)
+	if want := []string{"198.18.200.0/24 443", "fd00::/64 443"}; strings.Join(got, ", ") != strings.Join(want, ", ") || np.Name != "web-suggested" {
+		t.Errorf("%s egress to %q, want %q", np.Name, got, want)
+	}
+}
+
+// sameNames: in shop, a bare pod named web and a Deployment named web
+// (its pod owned through the ReplicaSet web-5c8d), and a bare pod client
+// whose name no other workload of shop has.
+const sameNames = `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop, labels: {app: web-debug}}
+spec: {containers: [{name: c}]}
+status: {podIP: 198.18.3.1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-5c8d-x, namespace: shop, labels: {app: web, pod-template-hash: 5c8d}, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web-5c8d, uid: u2, controller: true}]}
+spec: {containers: [{name: c, ports: [{name: http, containerPort: 8080}]}]}
+status: {podIP: 198.18.3.2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: shop, labels: {app: client}}
+spec: {containers: [{name: c}]}
+status: {podIP: 198.18.3.3}
+`
+
+// TestSuggestNamesApart: two workloads of one namespace with the same name
+// (the bare pod web, the Deployment web) get names that tell them apart,
+// by their kind; a name no other workload of the namespace has stays
+// <name>-suggested.
+func TestSuggestNamesApart(t *testing.T) {
+	dec := &source.Decoder{}
+	e, _, err := pipeline.Build(dec.Decode("c.yaml", []byte(sameNames)), dec.Diags, pipeline.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	http := l4.Port{Proto: l4.TCP, Num: 8080}
+	nps, err := Suggest(e.Cluster(), []Flow{
+		{From: "shop/web", To: "shop/web-5c8d-x", Port: http, Count: 1},
+		{From: "shop/client", To: "shop/web-5c8d-x", Port: http, Count: 1},
+	}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, np := range nps {
+		got = append(got, np.GetNamespace()+"/"+np.GetName())
+	}
+	want := []string{"shop/client-suggested", "shop/web-deployment-suggested", "shop/web-pod-suggested"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("policies %q, want %q", got, want)
 	}
 }
