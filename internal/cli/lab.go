@@ -239,7 +239,7 @@ func probeFlows(cmd *cobra.Command, l *lab.Lab, e *engine.Engine, path, output s
 	if err != nil {
 		return err
 	}
-	flows, err := suggest.ReadFlows(data)
+	flows, _, err := suggest.ReadFlows(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/lab"
 	"github.com/netpol/netpol/internal/observed"
@@ -133,9 +131,9 @@ func TestLabSuggestRoundTrip(t *testing.T) {
 		t.Fatalf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
-	flows, err := suggest.ReadFlows(records.Bytes())
-	if err != nil {
-		t.Fatal(err)
+	flows, denied, err := suggest.ReadFlows(records.Bytes())
+	if err != nil || denied != 0 {
+		t.Fatalf("reading the records: %d denied, %v", denied, err)
 	}
 	current, err := os.ReadFile(l.ManifestDir() + "/cluster.yaml")
 	if err != nil {
@@ -155,16 +153,11 @@ func TestLabSuggestRoundTrip(t *testing.T) {
 		if len(nps) != 3 {
 			t.Fatalf("%d policies suggested, want 3 (web, db, client)", len(nps))
 		}
-		var docs bytes.Buffer
-		for _, np := range nps {
-			data, err := yaml.Marshal(np)
-			if err != nil {
-				t.Fatal(err)
-			}
-			docs.WriteString("---\n")
-			docs.Write(data)
+		docs, err := suggest.YAML(nps)
+		if err != nil {
+			t.Fatal(err)
 		}
-		next, err := lab.ApplyManifests(current, docs.Bytes())
+		next, err := lab.ApplyManifests(current, docs)
 		if err != nil {
 			t.Fatal(err)
 		}
