@@ -160,7 +160,8 @@ netpol suggest --flows reads: CSV from,to,port, JSON, a record), as an
 application would: from is a pod (namespace/name) or a workload
 (namespace/Kind/name: each of its pods connects), to a pod, a workload (each
 of its pods) or an address. With agents that record (lab up --record), this
-is the traffic the record then holds.`,
+is the traffic the record then holds: probe ends when every agent's record
+file holds it.`,
 		Example: `  sudo netpol lab probe
   sudo netpol lab probe --ports 80/tcp,53/udp -o json
   sudo netpol lab probe --services
@@ -294,6 +295,12 @@ func probeFlows(cmd *cobra.Command, l *lab.Lab, e *engine.Engine, path, output s
 				}
 				rows = append(rows, row)
 			}
+		}
+	}
+	if l.Record {
+		// What the agents recorded of it is in their files when probe ends.
+		if err := l.WaitRecorded(time.Now(), 5*time.Second); err != nil {
+			return err
 		}
 	}
 	if err := writeProbe(cmd.OutOrStdout(), output, rows, bad); err != nil {

@@ -113,7 +113,28 @@ func (l *Lab) RecordFile(node string) string { return filepath.Join(l.Dir, node+
 
 // recordInterval is how often a lab agent rewrites its record: often, so
 // that what a probe did is in the files a moment later.
-const recordInterval = "200ms"
+const recordInterval = 200 * time.Millisecond
+
+// WaitRecorded waits until every agent has rewritten its record file
+// after since (plus a margin for the log reader to take the last packets
+// in): then the files hold every connection made before since.
+func (l *Lab) WaitRecorded(since time.Time, timeout time.Duration) error {
+	since = since.Add(50 * time.Millisecond)
+	deadline := time.Now().Add(timeout)
+	for _, n := range l.Nodes {
+		for {
+			st, err := os.Stat(l.RecordFile(n.Name))
+			if err == nil && st.ModTime().After(since) {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the agent of %s did not rewrite its record %s within %s (log: %s)", n.Name, l.RecordFile(n.Name), timeout, l.AgentLog(n.Name))
+			}
+			time.Sleep(recordInterval / 4)
+		}
+	}
+	return nil
+}
 
 // Plan lays out a lab for a cluster: its nodes (the nodes pods are on) and
 // its pods that have an IPv4 address and are not host-network (those are
@@ -349,7 +370,7 @@ func (l *Lab) startAgent(exe string, n Node) (int, error) {
 	args := append(append([]string{"netns", "exec", n.Namespace, exe, "agent", "--node", n.Name,
 		"--status", l.statusFile(n.Name), "--audit-log", l.AuditLog(n.Name), "--interval", "100ms"}, input...), l.AgentArgs...)
 	if l.Record {
-		args = append(args, "--record", l.RecordFile(n.Name), "--record-interval", recordInterval)
+		args = append(args, "--record", l.RecordFile(n.Name), "--record-interval", recordInterval.String())
 	}
 	cmd := exec.Command("ip", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
