@@ -57,3 +57,33 @@ func writeDump(b *testing.B, path string, size synth.Size) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkSuggestEndToEnd is `netpol suggest -f APPS --flows RECORD -o
+// yaml` on the issue's scale, through Main as the command runs it: 10k
+// pods of 998 Deployments (synth.Apps) as a YAML dump, a million lines of
+// agents' record files; it decodes both, suggests, reads the input again
+// with the suggestion to verify it, and writes the policies.
+//
+//	go test ./internal/cli -run XXX -bench SuggestEndToEnd -benchtime 3x
+func BenchmarkSuggestEndToEnd(b *testing.B) {
+	dir := b.TempDir()
+	objs, ends, ports := synth.Apps()
+	var dump bytes.Buffer
+	if err := synth.WriteYAML(&dump, objs); err != nil {
+		b.Fatal(err)
+	}
+	apps, records := filepath.Join(dir, "apps.yaml"), filepath.Join(dir, "record.jsonl")
+	if err := os.WriteFile(apps, dump.Bytes(), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(records, synth.Records(ends, ports, 1_000_000), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	args := []string{"suggest", "-f", apps, "--flows", records, "--enforce"}
+	for b.Loop() {
+		var out, errOut bytes.Buffer
+		if code := Main(args, strings.NewReader(""), &out, &errOut); code != 0 || out.Len() == 0 {
+			b.Fatalf("exit %d: %s", code, errOut.String())
+		}
+	}
+}
