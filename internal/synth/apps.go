@@ -24,7 +24,9 @@ func Apps() (objs []source.Object, ends, ports []string) {
 	add := func(kind, ns, name string, v any) {
 		objs = append(objs, source.Object{Origin: diag.Origin{File: "apps", Doc: len(objs) + 1}, Kind: kind, Namespace: ns, Name: name, Value: v})
 	}
-	typeMeta := func(apiVersion, kind string) metav1.TypeMeta { return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind} }
+	typeMeta := func(apiVersion, kind string) metav1.TypeMeta {
+		return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+	}
 	containerPorts := [][]corev1.ContainerPort{
 		{{Name: "http", ContainerPort: 8080}}, {{Name: "grpc", ContainerPort: 9000}, {Name: "metrics", ContainerPort: 9090}},
 		{{Name: "postgres", ContainerPort: 5432}}, {{Name: "redis", ContainerPort: 6379}}, {{Name: "https", ContainerPort: 8443}},
