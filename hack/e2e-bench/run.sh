@@ -5,6 +5,7 @@
 #   hack/e2e-bench/run.sh                  # every job, three runs each
 #   hack/e2e-bench/run.sh --sizes 1k       # the 1k jobs only (a quick check)
 #   hack/e2e-bench/run.sh --peers          # also np-guard's netpol-analyzer (and policy-assistant, if installable)
+#   hack/e2e-bench/run.sh --sizes suggest --peers   # netpol suggest at 10k pods / 1M record lines, and Inspektor Gadget's advisor
 #
 # It generates the dumps into a temporary directory, builds netpol, runs
 # each job --runs times (3) under /usr/bin/time -f '%e %U %S %M' and prints
@@ -24,6 +25,12 @@
 # flow and all-pairs list on the 1k dump. Go's environment applies: where
 # the checksum database cannot be reached, GOSUMDB=off (or GONOSUMDB) is
 # the caller's choice to make.
+#
+# The size "suggest" is netpol suggest's job: 10k pods of 998 Deployments
+# and a million lines of agents' record files (hack/suggest-bench); with
+# --peers, Inspektor Gadget's network-policy advisor (v0.30.0,
+# $IG_VERSION) on the same traffic as its trace events, through a
+# throw-away main that loads them, generates and formats the policies.
 set -euo pipefail
 
 usage() {
@@ -31,14 +38,14 @@ usage() {
 	cat <<EOF
 
 Options:
-  --sizes LIST   comma-separated dump sizes to run the jobs of: 1k,2k,10k,100k (default all)
+  --sizes LIST   comma-separated dump sizes to run the jobs of: 1k,2k,10k,100k,suggest (default all)
   --runs N       runs per job (default 3)
   --timeout S    seconds before a run is stopped (default 600)
   --peers        also the peers (see above)
 EOF
 }
 
-sizes="1k,2k,10k,100k"
+sizes="1k,2k,10k,100k,suggest"
 runs=3
 timeout_s=600
 peers=false
@@ -56,7 +63,7 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 for s in ${sizes//,/ }; do
-	case $s in 1k | 2k | 10k | 100k) ;; *) echo "run.sh: --sizes: unknown size $s (want 1k, 2k, 10k or 100k)" >&2; exit 2 ;; esac
+	case $s in 1k | 2k | 10k | 100k | suggest) ;; *) echo "run.sh: --sizes: unknown size $s (want 1k, 2k, 10k, 100k or suggest)" >&2; exit 2 ;; esac
 done
 [[ -x /usr/bin/time ]] || { echo "run.sh: needs GNU time as /usr/bin/time" >&2; exit 2; }
 
@@ -86,6 +93,9 @@ for s in "${dumps[@]}"; do
 done
 if has 10k; then
 	"$work/synth" -size 10k -pr >"$work/10k-pr.yaml"
+fi
+if has suggest; then
+	(cd "$root" && go run ./hack/suggest-bench -out "$work/sb" -lines 1000000)
 fi
 
 # human BYTES: 1.6 GB, 13 MB, 0.8 MB, 612 B.
@@ -164,6 +174,10 @@ if has 10k; then
 	job "\`diff A B\`, 10k (B: hack/synth -pr)" 0,1 out "$netpol" diff -q "$work/10k.yaml" "$work/10k-pr.yaml"
 fi
 
+if has suggest; then
+	job "\`suggest\`, 10k pods, 1M record lines (check included)" 0 out "$netpol" suggest -f "$work/sb/apps.yaml" --flows "$work/sb/record.jsonl" --enforce
+fi
+
 if $peers; then
 	bin=$work/peers
 	mkdir -p "$bin" "$work/d1k"
@@ -181,6 +195,38 @@ if $peers; then
 		echo "| $name | | | | not installed from the Go module proxy: $(grep -v -m1 '^go: downloading' "$mod/log" | head -c 240 | tr '|' ' ') |"
 		return 1
 	}
+	if has suggest; then
+		mod=$work/mod-ig
+		mkdir -p "$mod"
+		printf 'module peers\n\ngo 1.24\n' >"$mod/go.mod"
+		cat >"$mod/main.go" <<'GO'
+// The advisor of Inspektor Gadget's "advise network-policy", as its
+// report command runs it on a file of trace events.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/inspektor-gadget/inspektor-gadget/pkg/gadgets/advise/networkpolicy/advisor"
+)
+
+func main() {
+	a := advisor.NewAdvisor()
+	if err := a.LoadFile(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	a.GeneratePolicies()
+	fmt.Print(a.FormatPolicies())
+}
+GO
+		if (cd "$mod" && go get "github.com/inspektor-gadget/inspektor-gadget@${IG_VERSION:-v0.30.0}" >"$mod/log" 2>&1 && go mod tidy >>"$mod/log" 2>&1 && go build -o "$bin/igadvisor" . >>"$mod/log" 2>&1); then
+			job "Inspektor Gadget advisor, the same traffic ($(wc -l <"$work/sb/ig-events.jsonl") events)" 0 out "$bin/igadvisor" "$work/sb/ig-events.jsonl"
+		else
+			echo "| Inspektor Gadget advisor | | | | not built: $(grep -v -m1 '^go: downloading' "$mod/log" | head -c 240 | tr '|' ' ') |"
+		fi
+	fi
 	if peer netpolicy github.com/np-guard/netpol-analyzer "${NPGUARD_VERSION:-v1.4.2}" github.com/np-guard/netpol-analyzer/cmd/netpolicy; then
 		job "np-guard one flow (\`netpolicy eval\`), 1k pods" 0 - "$bin/netpolicy" eval -q --dirpath "$work/d1k" \
 			-n kube-system -s coredns-0 --destination-namespace kube-system -d coredns-1 -p 53 --protocol udp
