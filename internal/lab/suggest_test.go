@@ -208,6 +208,65 @@ func TestLabSuggestRoundTrip(t *testing.T) {
 	}
 	probe("enforced, never recorded", unrecorded, false)
 	probe("enforced, never recorded", conn{"shop/db-0", "shop/web-2", tcp(8080)}, false)
+
+	// The denied attempts are recorded too, where they were dropped: on
+	// the client's node for its egress, on db-0's for its own.
+	wantDenied := []string{
+		"node-1: other/client -> shop/StatefulSet/db 5432/tcp deny x1",
+		"node-2: shop/StatefulSet/db -> shop/Deployment/web 8080/tcp deny x1",
+	}
+	var recordedDenies []string
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		recordedDenies = nil
+		all, _ := readRecords(t, l)
+		for _, r := range all {
+			if strings.Contains(r, " deny ") {
+				recordedDenies = append(recordedDenies, r)
+			}
+		}
+		if slices.Equal(recordedDenies, wantDenied) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !slices.Equal(recordedDenies, wantDenied) {
+		t.Errorf("denied connections recorded:\n%s\nwant:\n%s", strings.Join(recordedDenies, "\n"), strings.Join(wantDenied, "\n"))
+	}
+}
+
+// TestLabRecordSurvivesRestart: an agent killed (SIGKILL, nothing saved on
+// the way out) and started again continues the record it had written: the
+// same connection made before and after counts twice.
+func TestLabRecordSurvivesRestart(t *testing.T) {
+	requireLab(t)
+	l := upLabWith(t, labName("rec"), shopCluster, func(l *lab.Lab) { l.Record = true })
+	pods := map[string]lab.Pod{}
+	for _, p := range l.Pods {
+		pods[p.Key] = p
+	}
+	connect := func() {
+		t.Helper()
+		start := time.Now()
+		if ok, err := l.Probe(pods["shop/web-2"], pods["shop/db-0"].IP, l4.Port{Proto: l4.TCP, Num: 5432}); !ok || err != nil {
+			t.Fatalf("web-2 -> db-0: connected=%v err=%v", ok, err)
+		}
+		if err := l.WaitRecorded(start, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	connect()
+	if err := l.RestartAgent(netpolBinary, "node-2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitProgrammed(context.Background(), 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	connect()
+	got, _ := readRecords(t, l)
+	if want := []string{"node-2: shop/Deployment/web -> shop/StatefulSet/db 5432/tcp allow x2"}; !slices.Equal(got, want) {
+		t.Errorf("records after the restart:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 // readRecords reads the lab agents' records: one summary per entry,
