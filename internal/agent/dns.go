@@ -67,7 +67,7 @@ func (a *Agent) updateDNS(ctx context.Context, e *engine.Engine, ir *compile.IR)
 // dnsCollectors export the learner's counters.
 func dnsCollectors(l DNSLearner) []prometheus.Collector {
 	counter := func(name, help string, v func(dnsproxy.Stats) uint64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(l.Stats())) })
+		return statCounter(l.Stats, name, help, v)
 	}
 	return append(l.Collectors(),
 		counter("netpol_dns_answers_total", "DNS answers to local pods held until the addresses they teach were programmed.",

@@ -150,3 +150,9 @@ func (a *Agent) Handler() http.Handler {
 	})
 	return mux
 }
+
+// statCounter exports one count of a component's Stats (the DNS proxy's,
+// the recorder's) as a Prometheus counter, read when scraped.
+func statCounter[S any](stats func() S, name, help string, v func(S) uint64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(stats())) })
+}

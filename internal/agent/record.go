@@ -31,7 +31,7 @@ func workloadOf(c *state.Cluster) func(netip.Addr) string {
 // recordCollectors export the recorder's counts.
 func recordCollectors(r Recorder) []prometheus.Collector {
 	counter := func(name, help string, v func(observed.Stats) uint64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(r.Stats())) })
+		return statCounter(r.Stats, name, help, v)
 	}
 	return []prometheus.Collector{
 		counter("netpol_record_connections_total", "New connections of this node's pods recorded (--record).",
