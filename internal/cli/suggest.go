@@ -28,9 +28,13 @@ else as it can: one policy per workload (a controller's pods in a namespace,
 or a pod), isolating it for ingress and egress, allowing the observed
 sources and destinations on the observed ports, and the cluster DNS
 (kube-system pods k8s-app=kube-dns, 53 over UDP and TCP). Selectors use the
-labels a workload's pods share and keep (never pod-template-hash or another
-controller's hash); other namespaces are named by kubernetes.io/metadata.name;
-a port is written by name where every destination pod declares that name;
+application's labels (app.kubernetes.io/name, instance, component, part-of,
+app, k8s-app) that its pods share, when they select no other pod of the
+namespace, else every label its pods share and keep (never pod-template-hash,
+another controller's hash or a version); a workload whose pods share no such
+label is refused, as an empty selector would take the whole namespace.
+Other namespaces are named by kubernetes.io/metadata.name; a port is
+written by name where every destination pod declares that name;
 an address outside the cluster is written alone (/32, /128), or as the
 prefix that covers it with --cidr-max and --cidr-max6. Each policy's
 annotation netpol.io/suggested-from lists the flows behind it, and

@@ -4,8 +4,10 @@
 // observed destinations and the cluster DNS, on the observed ports (or
 // the same as AdminNetworkPolicies, or as the one
 // BaselineAdminNetworkPolicy: Options.Tier). It writes them the way a
-// careful person would: selectors on the labels a workload's pods share
-// and keep (never a controller's hash), kubernetes.io/metadata.name for
+// careful person would: selectors on the application's labels
+// (app.kubernetes.io/*, app) when they select the workload alone, else on
+// every label its pods share and keep (never a controller's hash or a
+// version), kubernetes.io/metadata.name for
 // namespaces, named ports where the destination declares them, single
 // addresses for peers outside the cluster (or the prefixes that cover
 // them, as wide as the options allow). Verify proves a suggestion with the
@@ -24,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -95,7 +98,7 @@ func ParseTier(s string) (Tier, error) {
 
 // unstableLabels are set by controllers per revision or per pod: a
 // selector on them stops matching at the next rollout.
-var unstableLabels = []string{"pod-template-hash", "controller-revision-hash", "pod-template-generation",
+var unstableLabels = []string{"version", "app.kubernetes.io/version", "pod-template-hash", "controller-revision-hash", "pod-template-generation",
 	"statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index", "batch.kubernetes.io/controller-uid",
 	"controller-uid", "batch.kubernetes.io/job-name", "job-name"}
 
@@ -106,6 +109,14 @@ type workload struct {
 	kind            string // the controller's kind; "" for a bare pod
 	pods            []*state.Pod
 	selector        map[string]string
+}
+
+// display names w as flows do: namespace/Kind/name, or pod namespace/name.
+func (w *workload) display() string {
+	if w.kind == "" {
+		return "pod " + w.namespace + "/" + w.name
+	}
+	return w.namespace + "/" + w.kind + "/" + w.name
 }
 
 // namer names policies: <name>-suggested when no other workload of the
@@ -259,6 +270,12 @@ func plan(c *state.Cluster, flows []Flow, opts Options) ([]*workloadPlan, error)
 			}
 		}
 	}
+	for w := range policies {
+		if len(w.selector) == 0 {
+			return nil, fmt.Errorf("%s: its pods share no label a selector could use (controller hashes left aside), and an empty selector would select every pod of namespace %s: label its pods (app: %s, say), or leave its flows out",
+				w.display(), w.namespace, w.name)
+		}
+	}
 	names := &namer{c: c, kinds: map[string]map[string][]string{}}
 	var out []*workloadPlan
 	for w, s := range policies {
@@ -393,23 +410,57 @@ func workloadFor(c *state.Cluster, p *state.Pod, byPod map[string]*workload) *wo
 	} else {
 		w.pods = []*state.Pod{p}
 	}
-	w.selector = map[string]string{}
+	shared := map[string]string{}
 	for k, v := range p.Labels {
 		if slices.Contains(unstableLabels, k) {
 			continue
 		}
-		shared := true
+		all := true
 		for _, q := range w.pods {
-			shared = shared && q.Labels[k] == v
+			all = all && q.Labels[k] == v
 		}
-		if shared {
-			w.selector[k] = v
+		if all {
+			shared[k] = v
 		}
+	}
+	// The application's own labels, when they tell its pods from the
+	// namespace's others, are what a person would select by; the other
+	// labels may be a team's or a cost centre's, and change for reasons
+	// of their own.
+	w.selector = shared
+	if app := appLabels(shared); len(app) > 0 && selectsOnly(c, w, app) {
+		w.selector = app
 	}
 	for _, q := range w.pods {
 		byPod[q.Key()] = w
 	}
 	return w
+}
+
+// appLabels are the labels of set that name the application: the
+// recommended app.kubernetes.io/ name, instance, component and part-of,
+// and the conventional app and k8s-app.
+func appLabels(set map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range set {
+		switch k {
+		case "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component", "app.kubernetes.io/part-of", "app", "k8s-app":
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// selectsOnly reports whether sel selects w's pods and no other pod of
+// w's namespace that a policy could select (host-network pods it cannot).
+func selectsOnly(c *state.Cluster, w *workload, sel map[string]string) bool {
+	s := labels.SelectorFromSet(sel)
+	for _, q := range c.PodsIn(w.pods[0].Namespace) {
+		if !q.HostNetwork && s.Matches(q.Labels) && !slices.Contains(w.pods, q) {
+			return false
+		}
+	}
+	return true
 }
 
 // peer selects other (a workload, or addresses outside the cluster) as

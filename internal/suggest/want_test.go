@@ -40,7 +40,6 @@ spec:
   podSelector:
     matchLabels:
       app: client
-      tier: front
   policyTypes:
   - Ingress
   - Egress
@@ -84,7 +83,6 @@ spec:
       podSelector:
         matchLabels:
           app: client
-          tier: front
     ports:
     - port: http
       protocol: TCP
@@ -162,7 +160,6 @@ spec:
       podSelector:
         matchLabels:
           app: client
-          tier: front
 ---
 apiVersion: policy.networking.k8s.io/v1alpha1
 kind: AdminNetworkPolicy
@@ -218,7 +215,6 @@ spec:
         podSelector:
           matchLabels:
             app: client
-            tier: front
     name: allow-from-app/client
     ports:
     - namedPort: http
