@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"os/signal"
 	"syscall"
 	"time"
@@ -406,7 +407,10 @@ func (o *agentOptions) startRecord(ctx context.Context) func() {
 	// Recording costs the record, never enforcement: the agent goes on
 	// without it, the file left as it was, and says why.
 	rec := observed.New(observed.Options{MaxFlows: o.recordMax, Node: o.cfg.Node})
-	err := rec.Load(o.recordPath)
+	err := os.MkdirAll(filepath.Dir(o.recordPath), 0o755)
+	if err == nil {
+		err = rec.Load(o.recordPath)
+	}
 	if err == nil {
 		err = rec.Save(o.recordPath)
 	}
