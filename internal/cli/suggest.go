@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -32,8 +34,9 @@ application's labels (app.kubernetes.io/name, instance, component, part-of,
 app, k8s-app) that its pods share, when they select no other pod of the
 namespace, else every label its pods share and keep (never pod-template-hash,
 another controller's hash or a version); a workload whose pods share no such
-label is refused, as an empty selector would take the whole namespace.
-Other namespaces are named by kubernetes.io/metadata.name; a port is
+label is refused, as an empty selector would take the whole namespace, and
+one whose selector also selects other pods of its namespace is written with
+a warning (its policy isolates them too). Other namespaces are named by kubernetes.io/metadata.name; a port is
 written by name where every destination pod declares that name;
 an address outside the cluster is written alone (/32, /128), or as the
 prefix that covers it with --cidr-max and --cidr-max6. Each policy's
@@ -120,7 +123,16 @@ under -o json.`,
 			if cmd.Flags().Changed("priority") && opts.Tier != suggest.TierAdmin {
 				return usageError{fmt.Errorf("--priority is the first AdminNetworkPolicy's: it goes with --tier admin")}
 			}
+			if slices.Contains(in.files, "-") && slices.Contains(flowPaths, "-") {
+				return usageError{fmt.Errorf("-f - and --flows - both read stdin: give one of them a file")}
+			}
 			flows, err := readFlows(cmd, flowPaths)
+			if err != nil {
+				return err
+			}
+			// The check reads the input again, with the suggestion: stdin
+			// is kept to be read twice.
+			rewind, err := rereadableStdin(cmd, in.files)
 			if err != nil {
 				return err
 			}
@@ -129,15 +141,18 @@ under -o json.`,
 				return err
 			}
 			opts.Enforce = enforce
+			var warnings []string
+			opts.Warn = func(w string) { warnings = append(warnings, w) }
 			nps, err := suggest.Suggest(before.Cluster(), flows, opts)
 			if err != nil {
 				return troubleError{err}
 			}
+			rewind()
 			report, err := verifySuggestion(cmd, &in, before, nps, flows)
 			if err != nil {
 				return err
 			}
-			if err := writeSuggestion(cmd, output, outDir, nps, report); err != nil {
+			if err := writeSuggestion(cmd, output, outDir, nps, report, warnings); err != nil {
 				return err
 			}
 			if len(report.Denied) > 0 {
@@ -187,6 +202,22 @@ func readFlows(cmd *cobra.Command, paths []string) ([]suggest.Flow, error) {
 	return suggest.Merge(all), nil
 }
 
+// rereadableStdin reads stdin when files has "-", and returns the
+// function that gives the command that stdin again, for a command that
+// reads its input twice (errors still name it "-").
+func rereadableStdin(cmd *cobra.Command, files []string) (rewind func(), err error) {
+	if !slices.Contains(files, "-") {
+		return func() {}, nil
+	}
+	data, err := io.ReadAll(cmd.InOrStdin())
+	if err != nil {
+		return nil, troubleError{fmt.Errorf("-f -: %w", err)}
+	}
+	rewind = func() { cmd.SetIn(bytes.NewReader(data)) }
+	rewind()
+	return rewind, nil
+}
+
 // verifySuggestion decides the flows and the pod pairs with the input as
 // it is and with the policies enforced (suggest.Verify). The policies go
 // through the YAML written and the decoder, as a reader's kubectl apply
@@ -230,7 +261,7 @@ const clusterFile = "_cluster.yaml"
 
 // writeSuggestion writes the policies (stdout, or a file per namespace)
 // and the check (stderr), or both as JSON.
-func writeSuggestion(cmd *cobra.Command, output, outDir string, nps []suggest.Policy, r suggest.Report) error {
+func writeSuggestion(cmd *cobra.Command, output, outDir string, nps []suggest.Policy, r suggest.Report, warnings []string) error {
 	if output == "json" {
 		docs := make([]map[string]any, 0, len(nps))
 		for _, np := range nps {
@@ -240,7 +271,11 @@ func writeSuggestion(cmd *cobra.Command, output, outDir string, nps []suggest.Po
 			}
 			docs = append(docs, doc)
 		}
-		return writeJSON(cmd.OutOrStdout(), map[string]any{"policies": docs, "report": r})
+		out := map[string]any{"policies": docs, "report": r}
+		if len(warnings) > 0 {
+			out["warnings"] = warnings
+		}
+		return writeJSON(cmd.OutOrStdout(), out)
 	}
 	if outDir == "" {
 		data, err := suggest.YAML(nps)
@@ -273,6 +308,9 @@ func writeSuggestion(cmd *cobra.Command, output, outDir string, nps []suggest.Po
 		}
 	}
 	w := cmd.ErrOrStderr()
+	for _, warning := range warnings {
+		fmt.Fprintf(w, "warning: %s\n", warning)
+	}
 	fmt.Fprintf(w, "%d policies for %d observed flows: %d allowed with them enforced", len(nps), r.Flows, r.Allowed)
 	for _, f := range r.Denied {
 		fmt.Fprintf(w, "\n  denied: %s", f)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,5 +156,35 @@ spec: {containers: [{name: c, ports: [{containerPort: 9000}]}]}
 		if code != 2 {
 			t.Errorf("%q: exit %d, want 2 (%s)", args, code, stderr)
 		}
+	}
+}
+
+// TestSuggestCommandWarns: a selector that reaches another workload's pods
+// is said on stderr, and under "warnings" in -o json.
+func TestSuggestCommandWarns(t *testing.T) {
+	const twins = `
+apiVersion: v1
+kind: Pod
+metadata: {name: a, namespace: x, labels: {role: batch}}
+spec: {containers: [{name: c, ports: [{containerPort: 80}]}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: b, namespace: x, labels: {role: batch}}
+spec: {containers: [{name: c, ports: [{containerPort: 80}]}]}
+`
+	flows := filepath.Join(t.TempDir(), "flows.csv")
+	if err := os.WriteFile(flows, []byte("x/a,198.19.0.9,443/tcp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "pod x/a: its selector role=batch also selects pod x/b, which its policy isolates too: label them apart"
+	code, _, stderr := run(t, twins, "suggest", "-f", "-", "--flows", flows)
+	if code != 0 || !strings.Contains(stderr, "warning: "+want+"\n") {
+		t.Errorf("exit %d, stderr:\n%s\nwant the warning %q", code, stderr, want)
+	}
+	code, out, stderr := run(t, twins, "suggest", "-f", "-", "--flows", flows, "-o", "json")
+	var doc struct{ Warnings []string }
+	if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || len(doc.Warnings) != 1 || doc.Warnings[0] != want {
+		t.Errorf("-o json: exit %d, %v, warnings %q; stderr %s", code, err, doc.Warnings, stderr)
 	}
 }

@@ -106,3 +106,27 @@ func TestSuggestRefusesUnselectable(t *testing.T) {
 		t.Fatalf("suggest for an unlabelled pod: %v, want an error naming shop/loner and asking for a label", err)
 	}
 }
+
+// TestSuggestWarnsWhenASelectorReachesFurther: two bare pods with the same
+// labels cannot be selected apart, so the policy of the one seen isolates
+// the other too; suggest still writes it, and says so.
+func TestSuggestWarnsWhenASelectorReachesFurther(t *testing.T) {
+	twin := `
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: legacy-twin, namespace: shop, labels: {tier: batch, owner: ops}}
+spec: {containers: [{name: c}]}
+`
+	e := build(t, selectorsCluster+twin)
+	var warnings []string
+	_, err := Suggest(e.Cluster(), []Flow{{From: "shop/legacy", To: "shop/Deployment/web", Port: l4.Port{Proto: l4.TCP, Num: 8080}, Count: 1}},
+		Options{Warn: func(s string) { warnings = append(warnings, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"pod shop/legacy: its selector owner=ops,tier=batch also selects pod shop/legacy-twin, which its policy isolates too: label them apart"}
+	if strings.Join(warnings, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(warnings, "\n"), strings.Join(want, "\n"))
+	}
+}

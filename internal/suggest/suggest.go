@@ -68,6 +68,10 @@ type Options struct {
 	// Priority is the first AdminNetworkPolicy's priority (TierAdmin);
 	// the next workload's policy takes the next one.
 	Priority int32
+	// Warn, when set, is told what a reader of the policies should know:
+	// a workload's selector that also selects pods of others, which its
+	// policy then isolates too.
+	Warn func(string)
 }
 
 // Tier is the policy API a suggestion is written in.
@@ -276,6 +280,9 @@ func plan(c *state.Cluster, flows []Flow, opts Options) ([]*workloadPlan, error)
 				w.display(), w.namespace, w.name)
 		}
 	}
+	if opts.Warn != nil {
+		warnReach(c, policies, byPod, opts.Warn)
+	}
 	names := &namer{c: c, kinds: map[string]map[string][]string{}}
 	var out []*workloadPlan
 	for w, s := range policies {
@@ -428,13 +435,38 @@ func workloadFor(c *state.Cluster, p *state.Pod, byPod map[string]*workload) *wo
 	// labels may be a team's or a cost centre's, and change for reasons
 	// of their own.
 	w.selector = shared
-	if app := appLabels(shared); len(app) > 0 && selectsOnly(c, w, app) {
+	if app := appLabels(shared); len(app) > 0 && len(alsoSelected(c, w, app)) == 0 {
 		w.selector = app
 	}
 	for _, q := range w.pods {
 		byPod[q.Key()] = w
 	}
 	return w
+}
+
+// warnReach warns, for each workload that gets a policy, of the other
+// workloads its selector also selects in its namespace (no label tells
+// them apart): the policy isolates them too, and their traffic that it
+// does not allow is denied.
+func warnReach[V any](c *state.Cluster, policies map[*workload]V, byPod map[string]*workload, warn func(string)) {
+	var ws []*workload
+	for w := range policies {
+		ws = append(ws, w)
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i].display() < ws[j].display() })
+	for _, w := range ws {
+		var others []string
+		for _, q := range alsoSelected(c, w, w.selector) {
+			if o := workloadFor(c, q, byPod).display(); !slices.Contains(others, o) {
+				others = append(others, o)
+			}
+		}
+		if len(others) > 0 {
+			sort.Strings(others)
+			warn(fmt.Sprintf("%s: its selector %s also selects %s, which its policy isolates too: label them apart",
+				w.display(), labels.Set(w.selector), strings.Join(others, ", ")))
+		}
+	}
 }
 
 // appLabels are the labels of set that name the application: the
@@ -451,16 +483,17 @@ func appLabels(set map[string]string) map[string]string {
 	return out
 }
 
-// selectsOnly reports whether sel selects w's pods and no other pod of
-// w's namespace that a policy could select (host-network pods it cannot).
-func selectsOnly(c *state.Cluster, w *workload, sel map[string]string) bool {
+// alsoSelected returns the pods of w's namespace that sel selects and that
+// are not w's (host-network pods, which no policy selects, left out).
+func alsoSelected(c *state.Cluster, w *workload, sel map[string]string) []*state.Pod {
 	s := labels.SelectorFromSet(sel)
+	var out []*state.Pod
 	for _, q := range c.PodsIn(w.pods[0].Namespace) {
 		if !q.HostNetwork && s.Matches(q.Labels) && !slices.Contains(w.pods, q) {
-			return false
+			out = append(out, q)
 		}
 	}
-	return true
+	return out
 }
 
 // peer selects other (a workload, or addresses outside the cluster) as
