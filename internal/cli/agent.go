@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 

@@ -430,3 +430,32 @@ spec:
 		}
 	}
 }
+
+// TestLabFaultRecordDenyFlushed: with recording on, every deny of a node
+// ends in the chain record-deny; emptied by hand, denies would return and
+// be accepted. The agent's check sees the emptied chain and repairs it
+// within seconds.
+func TestLabFaultRecordDenyFlushed(t *testing.T) {
+	requireLab(t)
+	l := upLabWith(t, labName("frd"), twoPods+denyServer, func(l *lab.Lab) { l.Record = true })
+	client, server := l.Pods[0], l.Pods[1]
+	port := l4.Port{Proto: l4.TCP, Num: 80}
+	if ok, err := l.Probe(client, server.IP, port); err != nil || ok {
+		t.Fatalf("before the flush: connected=%v err=%v, want denied", ok, err)
+	}
+	node := l.Nodes[1]
+	if out, err := exec.Command("ip", "netns", "exec", node.Namespace, "nft", "flush", "chain", "inet", "netpol", "record-deny").CombinedOutput(); err != nil {
+		t.Fatalf("nft flush chain: %v: %s", err, out)
+	}
+	waitFor(t, "the denied port is denied again", func() bool {
+		ok, err := l.Probe(client, server.IP, port)
+		return err == nil && !ok
+	})
+	st, err := l.AgentStatus(node.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Repaired < 1 || !strings.Contains(st.Drift, "record-deny") {
+		t.Errorf("%s's status: repaired %d, drift %q; want a repair of record-deny", node.Name, st.Repaired, st.Drift)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -297,4 +298,47 @@ func readRecords(t *testing.T, l *lab.Lab) ([]string, bytes.Buffer) {
 	}
 	slices.Sort(out)
 	return out, all
+}
+
+// TestLabRecordFoldsRepeats: every packet of a one-way UDP flow is a new
+// connection to conntrack until a reply is seen; the kernel logs the flow
+// once a window, not once a packet, so a chatty sender neither inflates
+// the record nor spends the log's rate limit that other flows need.
+func TestLabRecordFoldsRepeats(t *testing.T) {
+	requireLab(t)
+	l := upLabWith(t, labName("fol"), shopCluster, func(l *lab.Lab) { l.Record = true })
+	pods := map[string]lab.Pod{}
+	for _, p := range l.Pods {
+		pods[p.Key] = p
+	}
+	// Nothing listens on 9999/udp: the datagrams go one way.
+	dst := net.JoinHostPort(pods["shop/web-1"].IP.String(), "9999")
+	err := l.InPod(pods["other/client"], func() error {
+		conn, err := net.Dial("udp4", dst)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		for range 20 {
+			_, _ = conn.Write([]byte("metric:1|c")) // refused replies are ICMP, not the flow's
+			time.Sleep(5 * time.Millisecond)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"node-1: other/client -> shop/Deployment/web 9999/udp allow x1"}
+	var got []string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, _ = readRecords(t, l)
+		if slices.Equal(got, want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -28,8 +28,15 @@ func TestRulesetRecord(t *testing.T) {
 	for chain, want := range map[string]string{
 		"record": "ip saddr @record-local-4 goto record-allow\nip6 saddr @record-local-6 goto record-allow\n" +
 			"ip daddr @record-local-4 goto record-allow\nip6 daddr @record-local-6 goto record-allow",
-		"record-allow": `limit rate 1000/second burst 1000 packets log prefix "np-rec:allow:" group 101`,
-		"record-deny":  `limit rate 1000/second burst 1000 packets log prefix "np-rec:deny:" group 101` + "\ndrop",
+		"record-allow": "ip saddr . ip daddr . meta l4proto . th dport @record-allowed-4 return\n" +
+			"ip6 saddr . ip6 daddr . meta l4proto . th dport @record-allowed-6 return\n" +
+			`meta nfproto ipv4 limit rate 1000/second burst 1000 packets update @record-allowed-4 { ip saddr . ip daddr . meta l4proto . th dport } log prefix "np-rec:allow:" group 101` + "\n" +
+			`meta nfproto ipv6 limit rate 1000/second burst 1000 packets update @record-allowed-6 { ip6 saddr . ip6 daddr . meta l4proto . th dport } log prefix "np-rec:allow:" group 101`,
+		"record-deny": "ip saddr . ip daddr . meta l4proto . th dport @record-denied-4 drop\n" +
+			"ip6 saddr . ip6 daddr . meta l4proto . th dport @record-denied-6 drop\n" +
+			`meta nfproto ipv4 limit rate 1000/second burst 1000 packets update @record-denied-4 { ip saddr . ip daddr . meta l4proto . th dport } log prefix "np-rec:deny:" group 101` + "\n" +
+			`meta nfproto ipv6 limit rate 1000/second burst 1000 packets update @record-denied-6 { ip6 saddr . ip6 daddr . meta l4proto . th dport } log prefix "np-rec:deny:" group 101` + "\n" +
+			"drop",
 	} {
 		if got := chainRules(t, fake, chain); got != want {
 			t.Errorf("chain %s:\n%s\nwant:\n%s", chain, got, want)
@@ -63,6 +70,24 @@ func TestRulesetRecord(t *testing.T) {
 	}
 	if diff, err := r.Verify(ctx); diff != "" || err != nil {
 		t.Errorf("Verify after a recording sync: %q, %v", diff, err)
+	}
+	// Every deny of the node goes through record-deny: emptied, they would
+	// all return to the base chain's accept. Verify sees it, and so do the
+	// log chains' (an audited deny's drop is there).
+	for _, chain := range []string{"record-deny", "log-" + deny.ID} {
+		tx := fake.NewTransaction()
+		tx.Flush(&knftables.Chain{Name: chain})
+		if err := fake.Run(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"record-deny": "chain record-deny has 0 rules, want 5", "log-" + deny.ID: "chain log-" + deny.ID + " has 0 rules, want 2"}[chain]
+		if diff, err := r.Verify(ctx); diff != want || err != nil {
+			t.Errorf("Verify with %s emptied: %q, %v; want %q", chain, diff, err, want)
+		}
+		r.Forget()
+		if _, err := r.Sync(ctx, ir); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Recording off: the chains, the set and the jump go.

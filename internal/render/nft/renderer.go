@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/knftables"
 
@@ -528,6 +529,12 @@ func addContainer(tx ops, name string, c *container, isMap bool) {
 	if c.learned {
 		flags = append(flags, knftables.TimeoutFlag)
 	}
+	var timeout *time.Duration
+	var size *uint64
+	if c.dynamic {
+		flags = append(flags, knftables.DynamicFlag, knftables.TimeoutFlag)
+		timeout, size = &c.timeout, &c.size
+	}
 	var comment *string
 	if c.comment != "" {
 		comment = knftables.PtrTo(truncate(c.comment, knftables.CommentLengthMax))
@@ -535,7 +542,7 @@ func addContainer(tx ops, name string, c *container, isMap bool) {
 	if isMap {
 		tx.Add(&knftables.Map{Name: name, Type: c.typ, Flags: flags, Comment: comment})
 	} else {
-		tx.Add(&knftables.Set{Name: name, Type: c.typ, Flags: flags, Comment: comment})
+		tx.Add(&knftables.Set{Name: name, Type: c.typ, Flags: flags, Timeout: timeout, Size: size, Comment: comment})
 	}
 }
 

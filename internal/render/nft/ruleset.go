@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/netpol/netpol/internal/compile"
 	"github.com/netpol/netpol/internal/l4"
@@ -69,7 +70,12 @@ type container struct {
 	// learned: the elements are the agent's, added with a timeout as DNS
 	// answers arrive (a domain set); the renderer declares the set, never
 	// its elements, and keeps them through every sync.
-	learned  bool
+	learned bool
+	// dynamic: the kernel adds the elements itself, from the packet path,
+	// each for timeout; at most size of them (the record's sets).
+	dynamic  bool
+	timeout  time.Duration
+	size     uint64
 	elements map[string]string
 	comment  string
 }

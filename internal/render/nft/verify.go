@@ -3,6 +3,7 @@ package nft
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"sigs.k8s.io/knftables"
 )
@@ -13,10 +14,11 @@ import (
 // ruleset` empties it, and the renderer's diffs, made against its memory,
 // would never notice. The check is cheap enough to run whenever the
 // ruleset's generation moves (dataplane.Generation): the table, every
-// chain, set and map programmed, the base chains' rules, and the verdict
-// maps' elements (which point each local pod at its rules). A rule or
-// element removed from inside a policy chain or an address set is not
-// seen here; the agent's periodic full resync repairs those.
+// chain, set and map programmed, the base chains' rules, the rules of the
+// chains that hold shared drops (record-deny, the audit's log chains), and
+// the verdict maps' elements (which point each local pod at its rules). A
+// rule or element removed from inside a policy chain or an address set is
+// not seen here; the agent's periodic full resync repairs those.
 func (r *Renderer) Verify(ctx context.Context) (string, error) {
 	want := r.programmed
 	if want == nil {
@@ -60,6 +62,21 @@ func (r *Renderer) Verify(ctx context.Context) (string, error) {
 		}
 		if len(rules) != wantRules[chain] {
 			return fmt.Sprintf("base chain %s has %d rules, want %d", chain, len(rules), wantRules[chain]), nil
+		}
+	}
+	// The chains that hold the drop of denies shared by many tables (the
+	// record's, and each audited decision's log chain): emptied, every
+	// deny that goes to them returns and is accepted.
+	for _, name := range sortedKeys(want.chains) {
+		if name != chainRecordDeny && !strings.HasPrefix(name, "log-") {
+			continue
+		}
+		rules, err := r.nft.ListRules(ctx, name)
+		if err != nil {
+			return "", fmt.Errorf("listing the rules of %s: %w", name, err)
+		}
+		if n := len(want.chains[name]); len(rules) != n {
+			return fmt.Sprintf("chain %s has %d rules, want %d", name, len(rules), n), nil
 		}
 	}
 	for _, name := range []string{"ingress-4", "ingress-6", "egress-4", "egress-6"} {
