@@ -173,8 +173,9 @@ file is one JSON line per entry, replaced atomically every
 --record-interval and when the agent stops; an agent that restarts
 continues it. It holds at most --record-max-flows entries. Give the files of
 every node to netpol suggest --flows to get the policies that allow what
-was seen. A record that cannot be kept (a damaged file, no NFLOG) is logged
-and leaves enforcement alone.
+was seen. A damaged file is moved aside (FILE.damaged-TIME) and recording
+starts anew; a record that cannot be kept (no NFLOG, the file cannot be
+written) is logged and leaves enforcement alone.
 
 Domain names: an admin rule's domainNames allow the addresses that DNS
 answers gave the node's pods for those names. The agent holds each UDP
@@ -404,12 +405,15 @@ func (o *agentOptions) kernel(ctx context.Context, cmd *cobra.Command, rec recor
 // and rewrites it every --record-interval until the returned function is
 // called, which writes it a last time.
 func (o *agentOptions) startRecord(ctx context.Context) func() {
-	// Recording costs the record, never enforcement: the agent goes on
-	// without it, the file left as it was, and says why.
+	// Recording costs the record, never enforcement: when its file cannot
+	// be written the agent goes on without it, and says why.
 	rec := observed.New(observed.Options{MaxFlows: o.recordMax, Node: o.cfg.Node})
 	err := os.MkdirAll(filepath.Dir(o.recordPath), 0o755)
 	if err == nil {
-		err = rec.Load(o.recordPath)
+		var aside string
+		if aside, err = rec.Continue(o.recordPath); aside != "" {
+			klog.InfoS("The record of observed traffic was damaged: moved aside, recording anew", "file", o.recordPath, "movedTo", aside)
+		}
 	}
 	if err == nil {
 		err = rec.Save(o.recordPath)

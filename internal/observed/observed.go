@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -62,7 +63,9 @@ type key struct {
 
 // Options of a Recorder; zero values take the defaults.
 type Options struct {
-	// MaxFlows bounds the entries kept (default 10,000).
+	// MaxFlows bounds the entries kept of each verdict (default 10,000):
+	// a port scan's denied entries take no room from the allowed ones
+	// that policies are written from.
 	MaxFlows int
 	// Node is written in every entry: files of several nodes can be read
 	// together.
@@ -86,6 +89,7 @@ type Recorder struct {
 
 	mu         sync.Mutex
 	flows      map[key]*Flow
+	kept       map[string]int // entries by verdict
 	endpointOf func(netip.Addr) string
 	stats      Stats
 }
@@ -98,7 +102,7 @@ func New(opts Options) *Recorder {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Recorder{opts: opts, flows: map[key]*Flow{}, endpointOf: func(netip.Addr) string { return "" }}
+	return &Recorder{opts: opts, flows: map[key]*Flow{}, kept: map[string]int{}, endpointOf: func(netip.Addr) string { return "" }}
 }
 
 // Update sets how addresses are named: the workload of the pod that has
@@ -121,8 +125,8 @@ func (r *Recorder) Record(p nflog.Packet) {
 		verdict = Deny
 	}
 	proto, ok := protocols[p.Proto]
-	if verdict == "" || !ok {
-		r.stats.Ignored++ // ICMP and the like: no port a policy could name
+	if verdict == "" || !ok || p.DstPort == 0 {
+		r.stats.Ignored++ // ICMP and the like, port 0: no port a policy could name
 		return
 	}
 	k := key{from: r.name(p.Src), to: r.name(p.Dst), port: l4.Port{Proto: proto, Num: p.DstPort}, verdict: verdict}
@@ -130,28 +134,42 @@ func (r *Recorder) Record(p nflog.Packet) {
 	if at.IsZero() {
 		at = r.opts.Now()
 	}
-	r.add(k, 1, at, at)
+	if r.add(k, 1, at, at) {
+		r.stats.Connections++
+	} else {
+		r.stats.Dropped++
+	}
 }
 
-// add folds count connections seen from first to last into k's entry.
-func (r *Recorder) add(k key, count int, first, last time.Time) {
+// add folds count connections seen from first to last into k's entry; it
+// reports false when a new entry would pass its verdict's bound.
+func (r *Recorder) add(k key, count int, first, last time.Time) bool {
 	f := r.flows[k]
 	if f == nil {
-		if len(r.flows) >= r.opts.MaxFlows {
-			r.stats.Dropped += uint64(count)
-			return
+		if r.kept[k.verdict] >= r.opts.MaxFlows {
+			return false
 		}
 		f = &Flow{From: k.from, To: k.to, Port: k.port.String(), Verdict: k.verdict, First: first, Last: last, Node: r.opts.Node}
 		r.flows[k] = f
+		r.kept[k.verdict]++
 	}
-	f.Count += count
-	r.stats.Connections += uint64(count)
+	f.Count = Sum(f.Count, count)
 	if first.Before(f.First) {
 		f.First = first
 	}
 	if last.After(f.Last) {
 		f.Last = last
 	}
+	return true
+}
+
+// Sum adds counts, saturating at the largest int: a count read from a
+// file may be anything.
+func Sum(a, b int) int {
+	if b > 0 && a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
 }
 
 func (r *Recorder) name(a netip.Addr) string {
@@ -211,10 +229,24 @@ func (r *Recorder) Save(path string) error {
 		tmp.Close()
 		return err
 	}
+	// On disk before the rename, and the rename on disk after it: a
+	// power loss leaves the last record or this one, never an empty file.
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
 }
 
 // Load folds the entries of a file that Save wrote (an agent's record
@@ -238,15 +270,61 @@ func (r *Recorder) Load(path string) error {
 		}
 		var f Flow
 		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
-			return fmt.Errorf("%s line %d: %w", path, line, err)
+			return &DamagedError{fmt.Errorf("%s line %d: %w", path, line, err)}
 		}
 		ps, err := l4.ParsePortList(f.Port)
-		if err != nil || len(ps) != 1 || f.From == "" || f.To == "" || f.Count < 1 || (f.Verdict != Allow && f.Verdict != Deny) {
-			return fmt.Errorf("%s line %d: not a recorded flow (from, to, one port, allow or deny, a positive count)", path, line)
+		if err == nil {
+			err = f.Check()
+		}
+		if err != nil || len(ps) != 1 || ps[0].Num == 0 {
+			return &DamagedError{fmt.Errorf("%s line %d: not a recorded flow (from, to, one port, allow or deny, a positive count)", path, line)}
 		}
 		r.add(key{from: f.From, to: f.To, port: ps[0], verdict: f.Verdict}, f.Count, f.First, f.Last)
 	}
 	return sc.Err()
+}
+
+// DamagedError is a record file that is not one Save wrote.
+type DamagedError struct{ error }
+
+func (e *DamagedError) Unwrap() error { return e.error }
+
+// Continue is Load for an agent that starts: a damaged file (one Load
+// refuses) is moved aside, next to it with a suffix, and returned, so that
+// recording starts anew and a reader can still look at what it held.
+// Other errors (the file cannot be read) are returned.
+func (r *Recorder) Continue(path string) (movedAside string, err error) {
+	err = r.Load(path)
+	var damaged *DamagedError
+	if !errors.As(err, &damaged) {
+		return "", err
+	}
+	r.mu.Lock()
+	clear(r.flows)
+	clear(r.kept)
+	r.mu.Unlock()
+	aside := path + ".damaged-" + r.opts.Now().UTC().Format("20060102T150405Z")
+	if rerr := os.Rename(path, aside); rerr != nil {
+		return "", fmt.Errorf("%w; moving it aside: %v", err, rerr)
+	}
+	return aside, nil
+}
+
+// Check reports what makes f no recorded flow: an end missing, a verdict
+// other than allow or deny, a count below 1. The port is the reader's to
+// parse.
+func (f Flow) Check() error {
+	switch {
+	case f.From == "" || f.To == "":
+		return fmt.Errorf("a recorded flow needs from and to")
+	case f.Verdict != Allow && f.Verdict != Deny:
+		// A missing verdict is not taken for "allow": a misspelt key
+		// would turn denied traffic into policy.
+		return fmt.Errorf("verdict %q: want allow or deny", f.Verdict)
+	case f.Count < 1:
+		return fmt.Errorf("count %d: want a positive number", f.Count)
+	}
+	return nil
 }
 
 // Run records what src delivers until src fails for good (closed). Lost

@@ -2,6 +2,7 @@ package observed_test
 
 import (
 	"errors"
+	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -44,6 +45,7 @@ func TestRecord(t *testing.T) {
 		pkt(nft.RecordAllowPrefix, db, ext, 17, 53, 4*time.Second),
 		pkt(nft.RecordAllowPrefix, web1, db, 1, 0, 5*time.Second), // ICMP
 		pkt("np:0123456789ab:", web1, db, 6, 5432, 6*time.Second), // the audit's
+		pkt(nft.RecordAllowPrefix, web1, db, 6, 0, 7*time.Second), // port 0: no policy names it
 	} {
 		r.Record(p)
 	}
@@ -58,21 +60,25 @@ func TestRecord(t *testing.T) {
 	if got.String() != want {
 		t.Errorf("record:\n%s\nwant:\n%s", got.String(), want)
 	}
-	if s := r.Stats(); s != (observed.Stats{Flows: 3, Connections: 5, Ignored: 2}) {
+	if s := r.Stats(); s != (observed.Stats{Flows: 3, Connections: 5, Ignored: 3}) {
 		t.Errorf("stats %+v", s)
 	}
 }
 
-// TestRecordBounded: past MaxFlows entries, connections of new entries are
-// counted as dropped and those of kept entries still counted.
+// TestRecordBounded: past MaxFlows entries of a verdict, connections of
+// new entries are counted as dropped and those of kept entries still
+// counted; a port scan's denied entries take no room from allowed ones.
 func TestRecordBounded(t *testing.T) {
 	r := observed.New(observed.Options{MaxFlows: 2})
+	for port := uint16(1); port <= 4; port++ {
+		r.Record(pkt(nft.RecordDenyPrefix, web1, db, 6, port, 0))
+	}
 	for port := uint16(1); port <= 4; port++ {
 		r.Record(pkt(nft.RecordAllowPrefix, web1, db, 6, port, 0))
 	}
 	r.Record(pkt(nft.RecordAllowPrefix, web1, db, 6, 1, time.Second))
-	if s := r.Stats(); s != (observed.Stats{Flows: 2, Connections: 3, Dropped: 2}) {
-		t.Errorf("stats %+v, want 2 entries, 3 connections, 2 dropped", s)
+	if s := r.Stats(); s != (observed.Stats{Flows: 4, Connections: 5, Dropped: 4}) {
+		t.Errorf("stats %+v, want 4 entries (2 a verdict), 5 connections, 4 dropped", s)
 	}
 }
 
@@ -97,6 +103,11 @@ func TestSaveLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	again.Record(pkt(nft.RecordAllowPrefix, web1, db, 6, 5432, time.Minute))
+	// The counter is this agent's: a restart starts it again, as
+	// Prometheus expects of a counter, whatever the file held.
+	if s := again.Stats(); s.Connections != 1 || s.Flows != 1 {
+		t.Errorf("stats after the restart %+v, want 1 connection in 1 entry", s)
+	}
 	if err := again.Save(path); err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +125,46 @@ func TestSaveLoad(t *testing.T) {
 	}
 }
 
+// TestLoadSaturates: counts that would overflow stay at the largest.
+func TestLoadSaturates(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "record.jsonl")
+	line := `{"from":"a/b","to":"a/c","port":"80/tcp","verdict":"allow","count":9223372036854775000,"first":"2026-11-25T01:00:00Z","last":"2026-11-25T01:00:00Z"}` + "\n"
+	if err := os.WriteFile(path, []byte(line+line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := observed.New(observed.Options{})
+	if err := r.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if f := r.Flows(); len(f) != 1 || f[0].Count != math.MaxInt {
+		t.Errorf("flows %+v, want one of count %d", f, math.MaxInt)
+	}
+}
+
+// TestContinueMovesDamagedAside: an agent whose record file is damaged
+// moves it aside, keeps it for a reader, and records anew.
+func TestContinueMovesDamagedAside(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "record.jsonl")
+	if err := os.WriteFile(path, []byte("{\"from\":\"a/b\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := observed.New(observed.Options{})
+	aside, err := r.Continue(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(aside); err != nil || string(data) != "{\"from\":\"a/b\"\n" || filepath.Dir(aside) != dir {
+		t.Errorf("moved aside to %s: %q, %v", aside, data, err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the damaged file is still at %s: %v", path, err)
+	}
+	if aside, err := r.Continue(path); aside != "" || err != nil {
+		t.Errorf("a missing file: moved aside %q, %v; want nothing", aside, err)
+	}
+}
+
 // TestLoadRejects: a damaged record is refused with its line, and nothing
 // of it is half-trusted as a flow.
 func TestLoadRejects(t *testing.T) {
@@ -122,6 +173,7 @@ func TestLoadRejects(t *testing.T) {
 		{"no verdict", `{"from":"a/b","to":"a/c","port":"80/tcp","count":1}` + "\n", "line 1: not a recorded flow"},
 		{"two ports", "\n" + `{"from":"a/b","to":"a/c","port":"80/tcp,81/tcp","verdict":"allow","count":1}`, "line 2: not a recorded flow"},
 		{"no count", `{"from":"a/b","to":"a/c","port":"80/tcp","verdict":"allow"}`, "line 1: not a recorded flow"},
+		{"port 0", `{"from":"a/b","to":"a/c","port":"0/tcp","verdict":"allow","count":1}`, "line 1: not a recorded flow"},
 	} {
 		path := filepath.Join(t.TempDir(), "record.jsonl")
 		if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {

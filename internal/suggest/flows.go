@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/observed"
 )
 
 // ReadFlows reads observed flows in one of four forms, told apart by how
@@ -94,7 +95,7 @@ func (m *merger) add(f Flow) {
 	}
 	k := flowKey{f.From, f.To, f.Port}
 	if i, ok := m.at[k]; ok {
-		m.out[i].Count += f.Count
+		m.out[i].Count = observed.Sum(m.out[i].Count, f.Count)
 		return
 	}
 	m.at[k] = len(m.out)
@@ -185,20 +186,6 @@ func (p *parser) fromJSON(m *merger, rows []jsonFlow, probe bool) error {
 	return nil
 }
 
-// record is one line of the agent's record file, its fields in the order
-// the agent writes them. first, last and node say when and where; the
-// policies need none of them.
-type record struct {
-	From    string `json:"from"`
-	To      string `json:"to"`
-	Port    string `json:"port"`
-	Verdict string `json:"verdict"`
-	Count   int    `json:"count"`
-	First   string `json:"first"`
-	Last    string `json:"last"`
-	Node    string `json:"node"`
-}
-
 // records reads a record file, line by line; it returns how many lines
 // were denied connections.
 func (p *parser) records(m *merger, data []byte) (denied int, err error) {
@@ -213,21 +200,18 @@ func (p *parser) records(m *merger, data []byte) (denied int, err error) {
 		if len(text) == 0 {
 			continue
 		}
-		var r record
+		var r observed.Flow
 		if err := json.Unmarshal(text, &r); err != nil {
 			return 0, fmt.Errorf("flows line %d: %w", line, err)
 		}
-		switch r.Verdict {
-		case "allow":
-		case "deny":
+		if err := r.Check(); err != nil {
+			return 0, fmt.Errorf("flows line %d: %w", line, err)
+		}
+		if r.Verdict == observed.Deny {
 			denied++
 			continue
-		default:
-			// A missing verdict is not taken for "allow": a misspelt key
-			// would turn denied traffic into policy.
-			return 0, fmt.Errorf("flows line %d: verdict %q: want allow or deny", line, r.Verdict)
 		}
-		f, err := p.flow(r.From, r.To, r.Port, max(r.Count, 1))
+		f, err := p.flow(r.From, r.To, r.Port, r.Count)
 		if err != nil {
 			return 0, fmt.Errorf("flows line %d: %w", line, err)
 		}
@@ -243,7 +227,7 @@ func (p *parser) flow(from, to, port string, count int) (Flow, error) {
 	pt, ok := p.ports[port]
 	if !ok {
 		ps, err := l4.ParsePortList(port)
-		if err != nil || len(ps) != 1 {
+		if err != nil || len(ps) != 1 || ps[0].Num == 0 {
 			return Flow{}, fmt.Errorf("port %q: want one port, as 8080/tcp", port)
 		}
 		pt = ps[0]

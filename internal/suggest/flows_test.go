@@ -69,11 +69,13 @@ func TestReadRecords(t *testing.T) {
 		t.Errorf("pretty lab probe JSON: %v, %d denied, %v; want a/x -> 198.18.1.2 80/tcp", got, denied, err)
 	}
 	for in, wantErr := range map[string]string{
-		`{"from":"a/x","to":"b/y","port":"80/tcp","verdict":"allow","count":1}` + "\n" + `{"from":"a/x","to":"b/y","port":"80/tcp","count":1}`: `flows line 2: verdict "": want allow or deny`,
-		`{"from":"a/x","to":"b/y","port":"80/tcp","verdict":"allow"}` + "\n\n" + `{"from":"a/x","to":"b/y","port":"eighty","verdict":"allow"}`: `flows line 3: port "eighty": want one port, as 8080/tcp`,
-		`{"from":"a/x","to":"b/y","port":"80/tcp","verdict":"allow"}` + "\n" + `{"from":"a/x",`:                                                "flows line 2: unexpected end of JSON input",
-		"{\n  \"flows\": [\n    {\"from\": \"a/x\",,}\n  ]\n}":                                                                                 "flows line 3: invalid character ',' looking for beginning of object key string",
-		`{"from":"a/x","to":"b/y","port":"80/tcp","verdict":"maybe"}`:                                                                          `flows line 1: verdict "maybe": want allow or deny`,
+		`{"from":"a/x","to":"b/y","port":"80/tcp","verdict":"allow","count":1}` + "\n" + `{"from":"a/x","to":"b/y","port":"80/tcp","count":1}`:                     `flows line 2: verdict "": want allow or deny`,
+		`{"from":"a/x","to":"b/y","port":"80/tcp","verdict":"allow","count":1}` + "\n\n" + `{"from":"a/x","to":"b/y","port":"eighty","verdict":"allow","count":1}`: `flows line 3: port "eighty": want one port, as 8080/tcp`,
+		`{"from":"a/x","to":"b/y","port":"80/tcp","verdict":"allow","count":1}` + "\n" + `{"from":"a/x",`:                                                          "flows line 2: unexpected end of JSON input",
+		`{"from":"a/x","to":"b/y","port":"80/tcp","verdict":"allow"}`:                                                                                              "flows line 1: count 0: want a positive number",
+		`{"from":"a/x","to":"b/y","port":"0/tcp","verdict":"allow","count":1}`:                                                                                     `flows line 1: port "0/tcp": want one port, as 8080/tcp`,
+		"{\n  \"flows\": [\n    {\"from\": \"a/x\",,}\n  ]\n}":                                                                                                     "flows line 3: invalid character ',' looking for beginning of object key string",
+		`{"from":"a/x","to":"b/y","port":"80/tcp","verdict":"maybe","count":1}`:                                                                                    `flows line 1: verdict "maybe": want allow or deny`,
 	} {
 		if _, _, err := ReadFlows([]byte(in)); err == nil || err.Error() != wantErr {
 			t.Errorf("%q: %v, want %q", in, err, wantErr)
