@@ -106,11 +106,54 @@ func New(opts Options) *Recorder {
 }
 
 // Update sets how addresses are named: the workload of the pod that has
-// the address, or "" for an address that is no pod's.
+// the address, or "" for an address that is no pod's. Entries recorded
+// by an address that now names a pod (one that connected before the pass
+// that saw it) are renamed and join that workload's entries: later the
+// address may be another pod's.
 func (r *Recorder) Update(endpointOf func(netip.Addr) string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.endpointOf = endpointOf
+	rename := func(end string) (string, bool) {
+		if a, err := netip.ParseAddr(end); err == nil {
+			if n := endpointOf(a); n != "" {
+				return n, true
+			}
+		}
+		return end, false
+	}
+	for k, f := range r.flows {
+		from, fromRenamed := rename(k.from)
+		to, toRenamed := rename(k.to)
+		if !fromRenamed && !toRenamed {
+			continue
+		}
+		delete(r.flows, k)
+		r.kept[k.verdict]--
+		nk := key{from: from, to: to, port: k.port, verdict: k.verdict}
+		if g := r.flows[nk]; g != nil {
+			g.Count = Sum(g.Count, f.Count)
+			g.First, g.Last = earlier(g.First, f.First), later(g.Last, f.Last)
+			continue
+		}
+		f.From, f.To = from, to
+		r.flows[nk] = f
+		r.kept[k.verdict]++
+	}
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // Record folds one logged packet into its entry.
@@ -154,12 +197,7 @@ func (r *Recorder) add(k key, count int, first, last time.Time) bool {
 		r.kept[k.verdict]++
 	}
 	f.Count = Sum(f.Count, count)
-	if first.Before(f.First) {
-		f.First = first
-	}
-	if last.After(f.Last) {
-		f.Last = last
-	}
+	f.First, f.Last = earlier(f.First, first), later(f.Last, last)
 	return true
 }
 

@@ -2,6 +2,7 @@ package observed_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"net/netip"
 	"os"
@@ -62,6 +63,38 @@ func TestRecord(t *testing.T) {
 	}
 	if s := r.Stats(); s != (observed.Stats{Flows: 3, Connections: 5, Ignored: 3}) {
 		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestUpdateNamesEarlierAddresses: a pod that connects before the agent's
+// pass has seen it is recorded by its address; the next pass names it,
+// and its entries join its workload's, so that suggest never gives the
+// address to whichever pod has it later.
+func TestUpdateNamesEarlierAddresses(t *testing.T) {
+	r := observed.New(observed.Options{})
+	r.Update(func(a netip.Addr) string {
+		if a == web2 {
+			return "" // not seen yet
+		}
+		return workloads(a)
+	})
+	r.Record(pkt(nft.RecordAllowPrefix, web1, db, 6, 5432, 0))
+	r.Record(pkt(nft.RecordAllowPrefix, web2, db, 6, 5432, time.Second))
+	r.Record(pkt(nft.RecordAllowPrefix, db, web2, 6, 8080, 2*time.Second))
+	r.Update(workloads)
+	var got []string
+	for _, f := range r.Flows() {
+		got = append(got, fmt.Sprintf("%s -> %s %s x%d %s..%s", f.From, f.To, f.Port, f.Count, f.First.Format("05"), f.Last.Format("05")))
+	}
+	want := []string{
+		"shop/Deployment/web -> shop/db-0 5432/tcp x2 00..01",
+		"shop/db-0 -> shop/Deployment/web 8080/tcp x1 02..02",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("after the pass:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if s := r.Stats(); s.Flows != 2 {
+		t.Errorf("%d entries, want 2", s.Flows)
 	}
 }
 
@@ -222,4 +255,57 @@ func TestRunGoesOnAfterLoss(t *testing.T) {
 	if s := r.Stats(); s.Connections != 2 {
 		t.Errorf("%d connections recorded, want 2", s.Connections)
 	}
+}
+
+// TestConcurrentRecordUpdateSave: the reader records while passes update
+// the naming and the ticker saves (run with -race).
+func TestConcurrentRecordUpdateSave(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "record.jsonl")
+	r := observed.New(observed.Options{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 2000 {
+			r.Record(pkt(nft.RecordAllowPrefix, web1, db, 6, uint16(1+i%50), 0))
+		}
+	}()
+	for range 20 {
+		r.Update(workloads)
+		if err := r.Save(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+	if s := r.Stats(); s.Connections != 2000 || s.Flows != 50 {
+		t.Errorf("stats %+v, want 2000 connections in 50 entries", s)
+	}
+}
+
+// FuzzLoad: whatever a record file holds, Load does not panic, and what it
+// accepts it writes back and reads again the same.
+func FuzzLoad(f *testing.F) {
+	f.Add([]byte(`{"from":"a/b","to":"a/c","port":"80/tcp","verdict":"allow","count":3,"first":"2026-11-25T01:00:00Z","last":"2026-11-25T01:00:09Z","node":"n"}` + "\n"))
+	f.Add([]byte(`{"from":"a/b","to":"198.19.0.1","port":"53/udp","verdict":"deny","count":1}`))
+	f.Add([]byte("{\"from\":\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "record.jsonl")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := observed.New(observed.Options{})
+		if err := r.Load(path); err != nil {
+			return
+		}
+		if err := r.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		again := observed.New(observed.Options{})
+		if err := again.Load(path); err != nil {
+			t.Fatalf("a saved record is refused: %v", err)
+		}
+		if a, b := fmt.Sprint(r.Flows()), fmt.Sprint(again.Flows()); a != b {
+			t.Fatalf("read back %s, want %s", b, a)
+		}
+	})
 }
