@@ -164,14 +164,17 @@ connection attempt within 10s are folded into one line ("repeats"), and at
 most 100 lines a second are written ("rateLimited" counts the rest).
 
 Record (--record FILE): every new connection of the node's pods, allowed or
-denied, is logged by the kernel (NFLOG group 101, at most 1000 a second per
-verdict; no verdict changes) and folded into one entry per source workload,
-destination (workload, or address outside the cluster), port and verdict,
-with a count and the first and last time seen. A pod is named by its
+denied, is logged by the kernel (NFLOG group 101; no verdict changes) once
+per source, destination, protocol and port every 10 s (a chatty or retrying
+sender is one line a window; at most 1000 lines a second per verdict), and
+folded into one entry per source workload, destination (workload, or
+address outside the cluster), port and verdict, with a count (of those
+windows) and the first and last time seen. A pod is named by its
 controller ("shop/Deployment/web"), so the record outlives rollouts. The
 file is one JSON line per entry, replaced atomically every
 --record-interval and when the agent stops; an agent that restarts
-continues it. It holds at most --record-max-flows entries. Give the files of
+continues it. It holds at most --record-max-flows entries of each verdict.
+Give the files of
 every node to netpol suggest --flows to get the policies that allow what
 was seen. A damaged file is moved aside (FILE.damaged-TIME) and recording
 starts anew; a record that cannot be kept (no NFLOG, the file cannot be
@@ -232,7 +235,7 @@ func (o *agentOptions) addFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&o.cfg.AuditDenies, "audit-denies", false, "log every denied connection, not only those of policies annotated netpol.io/audit")
 	fl.StringVar(&o.recordPath, "record", "", "record every new connection of this node's pods, allowed or denied, into this file: one JSON line per (source workload, destination, port, verdict) with counts and first and last seen, rewritten every --record-interval; an existing file is continued. netpol suggest --flows reads it")
 	fl.DurationVar(&o.recordEvery, "record-interval", 10*time.Second, "how often the --record file is rewritten (and once more when the agent stops)")
-	fl.IntVar(&o.recordMax, "record-max-flows", 10000, "the most entries the record keeps; connections of new entries past it are counted (netpol_record_dropped_total), not kept")
+	fl.IntVar(&o.recordMax, "record-max-flows", 10000, "the most entries of each verdict the record keeps; connections of new entries past it are counted (netpol_record_dropped_total), not kept")
 	fl.BoolVar(&o.dnsProxy, "dns-proxy", o.dnsProxy, "learn the addresses of domainNames rules from the DNS answers local pods receive, holding each answer until they are programmed; false: connections to domainNames are denied")
 	fl.IPSliceVar(&o.dnsServers, "dns-server", nil, "the DNS server addresses whose answers teach, as pods ask them (the cluster DNS Service's cluster IPs); default: those of the Service kube-system/kube-dns in the input")
 	fl.DurationVar(&o.dnsLimits.MinTTL, "dns-min-ttl", o.dnsLimits.MinTTL, "the least time a learned address stays programmed, whatever the answer's TTL")

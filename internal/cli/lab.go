@@ -248,14 +248,14 @@ func probeFlows(cmd *cobra.Command, l *lab.Lab, e *engine.Engine, path, output s
 	for _, p := range l.Pods {
 		labPods[p.Key] = p
 	}
+	named := suggest.NewEnds(e.Cluster())
 	// pods are the lab pods an end names: a pod, or a workload's pods.
 	pods := func(end string) []lab.Pod {
+		ps, _ := named.Pods(end) // none: an address, or an error below
 		var out []lab.Pod
-		for _, p := range e.Cluster().Pods {
-			if p.Key() == end || p.Workload() == end {
-				if lp, ok := labPods[p.Key()]; ok {
-					out = append(out, lp)
-				}
+		for _, p := range ps {
+			if lp, ok := labPods[p.Key()]; ok {
+				out = append(out, lp)
 			}
 		}
 		return out

@@ -74,9 +74,9 @@ func workloadUnits(pods []*state.Pod) []unit {
 // workloadName is kind/name of the workload that made p, as kubectl spells
 // a resource (deployment/web), or pod/NAME for a bare pod.
 func workloadName(p *state.Pod) string {
-	kind, name, ok := strings.Cut(p.Owner, " ")
-	if !ok {
-		return "pod/" + p.Name
+	kind, name := p.Controller()
+	if kind == "" {
+		return "pod/" + name
 	}
 	return strings.ToLower(kind) + "/" + name
 }

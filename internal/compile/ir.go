@@ -30,7 +30,7 @@ type IR struct {
 	// learned at run time from DNS answers, none at compile time.
 	DomainSets []*DomainSet `json:"domainSets,omitempty"`
 	// Record: every new connection of the node's pods is logged, with the
-	// verdict it met, for the record of observed traffic (package record).
+	// verdict it met, for the record of observed traffic (package observed).
 	// It changes no verdict.
 	Record bool `json:"record,omitempty"`
 }

@@ -1,7 +1,8 @@
 // Package observed keeps the agent's record of observed traffic: every new
 // connection of the node's pods that the kernel logs for it (IR.Record,
-// render/nft's record chains), allowed or denied, folded into one entry
-// per (source, destination, port, verdict) with counts and the first and
+// render/nft's record chains: once per source, destination, protocol and
+// port a window), allowed or denied, folded into one entry per (source,
+// destination, port, verdict) with a count of the lines and the first and
 // last time seen. Ends are named by workload (state.Pod.Workload:
 // "namespace/Kind/name", which outlives a rollout's pod names), a bare
 // pod by its name, anything else by its address. `netpol suggest --flows`

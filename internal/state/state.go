@@ -81,11 +81,21 @@ func (p *Pod) Key() string { return p.Namespace.Name + "/" + p.Name }
 // "namespace/Kind/name" for a controller's pod, which outlives the pod's
 // own name across rollouts, or its Key for a bare pod.
 func (p *Pod) Workload() string {
-	kind, name, ok := strings.Cut(p.Owner, " ")
-	if !ok {
+	kind, name := p.Controller()
+	if kind == "" {
 		return p.Key()
 	}
 	return p.Namespace.Name + "/" + kind + "/" + name
+}
+
+// Controller returns the kind and name of the workload that made the pod
+// (Owner), or "" and the pod's own name for a bare pod.
+func (p *Pod) Controller() (kind, name string) {
+	kind, name, ok := strings.Cut(p.Owner, " ")
+	if !ok {
+		return "", p.Name
+	}
+	return kind, name
 }
 
 // IP returns the pod's address of the family of like (IPv4 when like is invalid).

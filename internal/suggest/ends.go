@@ -7,23 +7,24 @@ import (
 	"github.com/netpol/netpol/internal/state"
 )
 
-// ends resolves the pods that flows name: "namespace/name" is a pod,
+// Ends resolves the pods that flows name: "namespace/name" is a pod,
 // "namespace/Kind/name" the pods of a controller (state.Pod.Workload,
 // the name the agent records, which outlives the pods' own names across
 // rollouts). Addresses are resolved by the caller, who knows what an
 // address outside the cluster means to it.
-type ends struct {
+type Ends struct {
 	c *state.Cluster
 	// workloads holds the controllers' pods by Pod.Workload, built on the
 	// first workload asked for: one pass over the pods, not one per flow.
 	workloads map[string][]*state.Pod
 }
 
-func newEnds(c *state.Cluster) *ends { return &ends{c: c} }
+// NewEnds resolves the ends of flows in c.
+func NewEnds(c *state.Cluster) *Ends { return &Ends{c: c} }
 
-// pods returns the pods end names, in the input's order; an end the input
+// Pods returns the pods end names, in the input's order; an end the input
 // has no pod for is an error that names it.
-func (e *ends) pods(end string) ([]*state.Pod, error) {
+func (e *Ends) Pods(end string) ([]*state.Pod, error) {
 	if strings.Count(end, "/") == 2 {
 		if e.workloads == nil {
 			e.workloads = map[string][]*state.Pod{}

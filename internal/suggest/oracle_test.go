@@ -16,7 +16,7 @@ func verifyPairs(before, after *engine.Engine, flows []Flow) (Report, error) {
 		port     l4.Port
 	}
 	observed := map[cell]bool{}
-	named := newEnds(after.Cluster())
+	named := NewEnds(after.Cluster())
 	for _, f := range flows {
 		srcs, err := endpoints(after, named, f.From)
 		if err != nil {

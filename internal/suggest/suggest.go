@@ -141,10 +141,7 @@ func (n *namer) name(w *workload) string {
 	if byName == nil {
 		byName = map[string][]string{}
 		for _, p := range n.c.PodsIn(n.c.Namespace(w.namespace)) {
-			kind, name, ok := strings.Cut(p.Owner, " ")
-			if !ok {
-				kind, name = "", p.Name
-			}
+			kind, name := p.Controller()
 			if !slices.Contains(byName[name], kind) {
 				byName[name] = append(byName[name], kind)
 			}
@@ -223,9 +220,9 @@ type sidePeer struct {
 func plan(c *state.Cluster, flows []Flow, opts Options) ([]*workloadPlan, error) {
 	flows = Merge(flows) // each flow once in the annotations
 	byPod := map[string]*workload{}
-	named := newEnds(c)
+	named := NewEnds(c)
 	workloadOf := func(end string) (*workload, error) {
-		pods, err := named.pods(end)
+		pods, err := named.Pods(end)
 		if err != nil {
 			return nil, err
 		}
@@ -408,7 +405,7 @@ func workloadFor(c *state.Cluster, p *state.Pod, byPod map[string]*workload) *wo
 	}
 	w := &workload{namespace: p.Namespace.Name, name: p.Name}
 	if p.Owner != "" {
-		w.kind, w.name, _ = strings.Cut(p.Owner, " ")
+		w.kind, w.name = p.Controller()
 		for _, q := range c.PodsIn(p.Namespace) {
 			if q.Owner == p.Owner {
 				w.pods = append(w.pods, q)

@@ -41,7 +41,7 @@ func Verify(before, after *engine.Engine, flows []Flow) (Report, error) {
 	v := newVerifier(before, after)
 	r := Report{Flows: len(flows)}
 	observed := map[obsCell]bool{}
-	named := newEnds(after.Cluster())
+	named := NewEnds(after.Cluster())
 	for _, f := range flows {
 		srcs, err := endpoints(after, named, f.From)
 		if err != nil {
@@ -294,12 +294,12 @@ func families(p *state.Pod) uint8 {
 
 // endpoints are the ends a flow end names: an address (a pod's, a node's,
 // or outside the cluster), a pod, or a workload's pods.
-func endpoints(e *engine.Engine, named *ends, end string) ([]engine.Endpoint, error) {
+func endpoints(e *engine.Engine, named *Ends, end string) ([]engine.Endpoint, error) {
 	if a, err := netip.ParseAddr(end); err == nil {
 		ep, err := e.Endpoint(a.String())
 		return []engine.Endpoint{ep}, err
 	}
-	pods, err := named.pods(end)
+	pods, err := named.Pods(end)
 	if err != nil {
 		return nil, err
 	}

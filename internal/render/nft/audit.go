@@ -11,12 +11,14 @@ import (
 // that logs the same decision:
 //
 //	log-<id>: limit rate 50/second burst 100 packets log prefix "np:<id>:" group 100
-//	          drop                  (or return: allow, would-deny, would-allow)
+//	          drop                  (or return: allow, would-deny, would-allow;
+//	                                 goto record-deny when recording: record.go)
 //
 // The limit guards the log alone: past it the first rule does not match and
 // the verdict still applies. Only new connections reach a table chain
 // (established and related traffic is accepted first), so a log line is a
-// connection, not a packet.
+// connection attempt, not a packet of an established one (a one-way flow
+// stays new until a reply: the agent folds repeats, package audit).
 //
 // Staged policies decide in log-only tables (compile.Table.LogOnly), reached
 // through the maps staged-ingress-4/-6 and staged-egress-4/-6 before the

@@ -20,10 +20,15 @@ func TestRulesetRecord(t *testing.T) {
 	ctx := context.Background()
 	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
 	r := nft.New(fake)
-	ir := compileAudit(t, cluster+auditedANP)
+	ir := compileAudit(t, cluster+auditedANP+stagedNP)
 	ir.Record = true
 	if _, err := r.Sync(ctx, ir); err != nil {
 		t.Fatal(err)
+	}
+	// A staged table decides nothing: its would-deny still returns.
+	staged := tableOf(t, ir, "x/c", true)
+	if got, want := chainRules(t, fake, "log-"+staged.DefaultAudit.ID), `limit rate 50/second burst 100 packets log prefix "np:`+staged.DefaultAudit.ID+`:" group 100`+"\nreturn"; got != want {
+		t.Errorf("staged table's would-deny log chain under Record:\n%s\nwant:\n%s", got, want)
 	}
 	for chain, want := range map[string]string{
 		"record": "ip saddr @record-local-4 goto record-allow\nip6 saddr @record-local-6 goto record-allow\n" +

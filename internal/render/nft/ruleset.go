@@ -20,6 +20,11 @@
 //	ingress: ip daddr vmap @ingress-4  (local pod -> its ingress table chain)
 //	in-<hash>, eg-<hash>: one chain per IR table, shared by its pods;
 //	    "<chain>-np" holds what follows the admin tier when a rule passes.
+//	log-<id>: an audited decision's log and verdict (audit.go).
+//	record, record-allow, record-deny; sets record-local-4/-6 and the
+//	    folding sets record-allowed-4/-6, record-denied-4/-6: recording
+//	    observed traffic, with "ct state new jump record" last in both
+//	    base chains, only when the IR records (record.go).
 //
 // Node-originated traffic (kubelet probes) leaves through the output hook,
 // which netpol does not filter. Accept in a table chain is "return": the
