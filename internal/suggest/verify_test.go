@@ -119,3 +119,67 @@ func TestVerifyAgreesWithPairs(t *testing.T) {
 		}
 	}
 }
+
+// TestSuggestionAllowsItsFlows: NetworkPolicies only add allows, so the
+// suggestion enforced allows every observed flow except where an admin
+// policy denies it (above the NetworkPolicy tier) or an end is a
+// host-network pod (which no policy selects). Every flow Verify reports
+// denied is checked for one of those, pair by pair, with the trace, on
+// random clusters of every policy API.
+func TestSuggestionAllowsItsFlows(t *testing.T) {
+	seeds := int64(200)
+	if testing.Short() {
+		seeds = 40
+	}
+	denied := 0
+	for seed := int64(0); seed < seeds; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		in := synth.Random(seed, 0) + withDeployment(r, "")
+		before := buildLenient(t, in)
+		flows := randomFlows(r, before)
+		ps, err := Suggest(before.Cluster(), flows, Options{Enforce: true})
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		docs, err := YAML(ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := buildLenient(t, in+"\n---\n"+string(docs))
+		rep, err := Verify(before, after, flows)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		named := NewEnds(after.Cluster())
+		for _, f := range rep.Denied {
+			denied++
+			srcs, _ := endpoints(after, named, f.From)
+			dsts, _ := endpoints(after, named, f.To)
+			for _, s := range srcs {
+				for _, d := range dsts {
+					fl, err := after.NewFlow(s, d, l4.PortSpec{Num: f.Port.Num, Proto: f.Port.Proto})
+					if err != nil || after.Allowed(fl) {
+						continue
+					}
+					if s.Pod != nil && s.Pod.HostNetwork || d.Pod != nil && d.Pod.HostNetwork {
+						continue
+					}
+					v := after.Decide(fl)
+					if !byAdminDeny(v.Egress) && !byAdminDeny(v.Ingress) {
+						t.Fatalf("seed %d: %s denied with the suggestion enforced, not by an admin deny:\negress %+v\ningress %+v", seed, f, v.Egress, v.Ingress)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d observed flows denied, each by an admin policy or at a host-network pod", denied)
+}
+
+// byAdminDeny reports whether a side was denied by an admin rule.
+func byAdminDeny(s engine.Side) bool {
+	if s.Allowed || len(s.Steps) == 0 {
+		return false
+	}
+	last := s.Steps[len(s.Steps)-1]
+	return last.Tier == "Admin" && last.Action == engine.ActionDeny
+}
