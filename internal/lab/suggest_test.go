@@ -310,3 +310,33 @@ func TestLabRecordFoldsRepeats(t *testing.T) {
 		t.Errorf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// readRecords reads the lab agents' records: one summary per entry,
+// sorted, and the files' lines together.
+func readRecords(t *testing.T, l *lab.Lab) ([]string, bytes.Buffer) {
+	t.Helper()
+	var out []string
+	var all bytes.Buffer
+	for _, n := range l.Nodes {
+		data, err := os.ReadFile(l.RecordFile(n.Name))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(data)
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			if line == "" {
+				continue
+			}
+			var f observed.Flow
+			if err := json.Unmarshal([]byte(line), &f); err != nil {
+				t.Fatalf("%s: %v: %s", l.RecordFile(n.Name), err, line)
+			}
+			out = append(out, fmt.Sprintf("%s: %s -> %s %s %s x%d", f.Node, f.From, f.To, f.Port, f.Verdict, f.Count))
+		}
+	}
+	slices.Sort(out)
+	return out, all
+}
