@@ -296,10 +296,9 @@ func (d *differ) subjectRules(c int, dir policy.Direction) *lineRules {
 			if d.says(p, dir) {
 				lists[i] = append(lists[i], p)
 				s.rules = append(s.rules, p.Rules[dir]...)
-				isolated[i] = isolated[i] || p.Tier == policy.TierNetworkPolicy && p.Isolates[dir]
 			}
 		}
-		isolated[i] = isolated[i] || dir == policy.Ingress && s.e.Options().LegacyNamespaceIsolation && s.pod.Namespace.LegacyIngressIsolation
+		isolated[i] = s.e.Isolated(s.pod, dir)
 		lr.sides[i] = s
 	}
 	lr.isolation = isolated[0] != isolated[1]

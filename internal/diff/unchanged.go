@@ -142,14 +142,12 @@ func (d *differ) samePolicies(before, after []*policy.Policy, dir policy.Directi
 	}
 }
 
-// says reports whether p has a say in direction dir: NetworkPolicies only
-// where they isolate (with the legacy isolation, every one for ingress),
-// admin-tier policies where they have rules.
+// says reports whether p has a say in direction dir: its rules count there
+// as the engine walks them (engine.Counts: a NetworkPolicy's only where it
+// isolates, or every one's ingress with the legacy isolation) and it has
+// some, or it isolates.
 func (d *differ) says(p *policy.Policy, dir policy.Direction) bool {
-	if p.Tier == policy.TierNetworkPolicy {
-		return p.Isolates[dir] || dir == policy.Ingress && d.old.Options().LegacyNamespaceIsolation
-	}
-	return len(p.Rules[dir]) > 0
+	return d.old.Counts(p, dir) && (len(p.Rules[dir]) > 0 || p.Isolates[dir])
 }
 
 // of returns the number of p's content.

@@ -304,7 +304,7 @@ func (e *Engine) Options() Options { return e.opts }
 // order: the only policies whose rules decide the pod's ingress and egress.
 // Host-network pods and pods of another snapshot have none.
 func (e *Engine) Applicable(pod *state.Pod) []*policy.Policy {
-	if pod.HostNetwork || int(pod.ID) >= len(e.c.Pods) || e.c.Pods[pod.ID] != pod {
+	if !e.ours(pod) {
 		return nil
 	}
 	lists := e.applicable(pod)
@@ -315,6 +315,12 @@ func (e *Engine) Applicable(pod *state.Pod) []*policy.Policy {
 		}
 	}
 	return out
+}
+
+// ours reports whether policies can select pod: one of this snapshot's,
+// not on the host's network.
+func (e *Engine) ours(pod *state.Pod) bool {
+	return !pod.HostNetwork && int(pod.ID) < len(e.c.Pods) && e.c.Pods[pod.ID] == pod
 }
 
 // Members returns the pods a policy's subject selects.

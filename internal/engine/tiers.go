@@ -117,11 +117,9 @@ type podTiers [numTiers]*tierList
 // stage returns tier i of the walk as it applies to the dir side of
 // subject, whose policies are lists.
 func (e *Engine) stage(i int, lists podTiers, subject *state.Pod, dir policy.Direction) stage {
-	st := stage{tierSpec: &tiers[i], dir: dir, policies: lists[i].policies, all: true}
+	st := stage{tierSpec: &tiers[i], dir: dir, policies: lists[i].policies, all: e.allCount(&tiers[i], dir)}
 	if st.isolating {
-		legacy := e.opts.LegacyNamespaceIsolation && dir == policy.Ingress
-		st.all = legacy
-		if legacy && subject.Namespace.LegacyIngressIsolation || !legacy && lists[i].isolates[dir] {
+		if st.all && subject.Namespace.LegacyIngressIsolation || !st.all && lists[i].isolates[dir] {
 			st.rest = Deny
 		} else {
 			st.policies = nil
@@ -132,6 +130,47 @@ func (e *Engine) stage(i int, lists podTiers, subject *state.Pod, dir policy.Dir
 
 // counts reports whether p's rules decide in the stage.
 func (st *stage) counts(p *compiled) bool { return st.all || p.Isolates[st.dir] }
+
+// allCount reports whether the rules of every policy of tier spec that
+// selects a pod decide its dir side: in a tier that is not isolating, and
+// in an isolating one where isolation is the namespace's (the v1beta1
+// proposal, Options.LegacyNamespaceIsolation, for ingress). Otherwise only
+// the rules of the policies that isolate the direction do (stage.counts).
+func (e *Engine) allCount(spec *tierSpec, dir policy.Direction) bool {
+	return !spec.isolating || e.opts.LegacyNamespaceIsolation && dir == policy.Ingress
+}
+
+// Counts reports whether p's rules in dir can decide for the pods it
+// selects, as the walk counts them: every admin policy's; a
+// NetworkPolicy's in the directions it isolates (every one's ingress under
+// Options.LegacyNamespaceIsolation). For the front ends that reason about
+// rules (diff, lint) without deciding flows.
+func (e *Engine) Counts(p *policy.Policy, dir policy.Direction) bool {
+	for i := range tiers {
+		if tiers[i].tier == p.Tier {
+			return e.allCount(&tiers[i], dir) || p.Isolates[dir]
+		}
+	}
+	return true
+}
+
+// Isolated reports whether an isolating tier (NetworkPolicy) denies what
+// its rules leave of pod's dir side, as the walk does: one of its policies
+// isolates the pod, or under Options.LegacyNamespaceIsolation its
+// namespace does for ingress. Host-network pods and pods of another
+// snapshot are never isolated.
+func (e *Engine) Isolated(pod *state.Pod, dir policy.Direction) bool {
+	if !e.ours(pod) {
+		return false
+	}
+	lists := e.applicable(pod)
+	for i := range tiers {
+		if tiers[i].isolating && e.stage(i, lists, pod, dir).rest == Deny {
+			return true
+		}
+	}
+	return false
+}
 
 // isolatedBy names what makes the stage deny its rest: the isolating
 // policies, or the subject's namespace.

@@ -276,8 +276,8 @@ func (l *linter) shadowed() {
 			continue
 		}
 		for _, d := range policy.Directions {
-			if p.Tier == policy.TierNetworkPolicy && !p.Isolates[d] {
-				continue
+			if !l.e.Counts(p, d) {
+				continue // a NetworkPolicy's rules where it does not isolate
 			}
 			for i, r := range p.Rules[d] {
 				if i > 0 {
