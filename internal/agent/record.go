@@ -34,9 +34,9 @@ func recordCollectors(r Recorder) []prometheus.Collector {
 		return statCounter(r.Stats, name, help, v)
 	}
 	return []prometheus.Collector{
-		counter("netpol_record_connections_total", "New connections of this node's pods recorded (--record).",
+		counter("netpol_record_connections_total", "New connections of this node's pods recorded (--record), a flow once per 10 s window.",
 			func(s observed.Stats) uint64 { return s.Connections }),
-		counter("netpol_record_dropped_total", "Recorded connections not kept: their entry would pass --record-max-flows.",
+		counter("netpol_record_dropped_total", "Recorded connections not kept: their entry would pass --record-max-flows of its verdict.",
 			func(s observed.Stats) uint64 { return s.Dropped }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "netpol_record_flows", Help: "Entries of the record: (source, destination, port, verdict) seen."},
 			func() float64 { return float64(r.Stats().Flows) }),

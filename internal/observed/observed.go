@@ -78,8 +78,8 @@ type Options struct {
 // Stats count what the recorder saw.
 type Stats struct {
 	Flows       int    // entries kept
-	Connections uint64 // connections recorded
-	Dropped     uint64 // connections of new entries past MaxFlows
+	Connections uint64 // lines recorded: a flow's connections, once per kernel window (nft.RecordWindow)
+	Dropped     uint64 // lines of new entries past MaxFlows
 	Ignored     uint64 // packets not recorded: another prefix, or no port
 }
 
@@ -185,7 +185,7 @@ func (r *Recorder) Record(p nflog.Packet) {
 	}
 }
 
-// add folds count connections seen from first to last into k's entry; it
+// add folds count lines seen from first to last into k's entry; it
 // reports false when a new entry would pass its verdict's bound.
 func (r *Recorder) add(k key, count int, first, last time.Time) bool {
 	f := r.flows[k]
