@@ -36,9 +36,10 @@ namespace, else every label its pods share and keep (never pod-template-hash,
 another controller's hash or a version); a workload whose pods share no such
 label is refused, as an empty selector would take the whole namespace, and
 one whose selector also selects other pods of its namespace is written with
-a warning (its policy isolates them too). Other namespaces are named by kubernetes.io/metadata.name; a port is
-written by name where every destination pod declares that name;
-an address outside the cluster is written alone (/32, /128), or as the
+a warning (its policy isolates them too). Other namespaces are named by
+kubernetes.io/metadata.name; a port is written by name where every
+destination pod declares that name; an address outside the cluster is
+written alone (/32, /128), or as the
 prefix that covers it with --cidr-max and --cidr-max6. Each policy's
 annotation netpol.io/suggested-from lists the flows behind it, and
 netpol.io/staged: "true" keeps it from being enforced until --enforce (or
