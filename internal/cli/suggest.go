@@ -39,9 +39,9 @@ one whose selector also selects other pods of its namespace is written with
 a warning (its policy isolates them too). Other namespaces are named by
 kubernetes.io/metadata.name; a port is written by name where every
 destination pod declares that name; an address outside the cluster is
-written alone (/32, /128), or as the
-prefix that covers it with --cidr-max and --cidr-max6. Each policy's
-annotation netpol.io/suggested-from lists the flows behind it, and
+written alone (/32, /128), or as the prefix that covers it with --cidr-max
+and --cidr-max6. Each policy's annotation netpol.io/suggested-from lists
+the flows behind it, and
 netpol.io/staged: "true" keeps it from being enforced until --enforce (or
 until you remove the annotation): applied staged, the agent's audit log shows
 what it would deny.
