@@ -41,10 +41,9 @@ kubernetes.io/metadata.name; a port is written by name where every
 destination pod declares that name; an address outside the cluster is
 written alone (/32, /128), or as the prefix that covers it with --cidr-max
 and --cidr-max6. Each policy's annotation netpol.io/suggested-from lists
-the flows behind it, and
-netpol.io/staged: "true" keeps it from being enforced until --enforce (or
-until you remove the annotation): applied staged, the agent's audit log shows
-what it would deny.
+the flows behind it, and netpol.io/staged: "true" keeps it from being
+enforced until --enforce (or until you remove the annotation): applied
+staged, the agent's audit log shows what it would deny.
 
 Flows (--flows, repeatable: every node's record file at once; - for stdin):
   - the agent's record file: JSON lines, one object a line,
