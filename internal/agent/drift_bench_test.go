@@ -10,6 +10,7 @@ import (
 	"github.com/netpol/netpol/internal/agent"
 	"github.com/netpol/netpol/internal/dataplane"
 	"github.com/netpol/netpol/internal/render/nft"
+	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/synth"
 )
 
@@ -24,13 +25,22 @@ import (
 // verify-ms when another writer changed another table (the generation
 // moved, the verification finds netpol's table intact).
 //
+// The recording variant has the agent record observed traffic (--record),
+// which adds the record chains and their verification.
+//
 //	go test ./internal/agent -run XXX -bench DriftRestore -benchtime 10x
 func BenchmarkDriftRestore(b *testing.B) {
 	size := synth.Size10k
 	size.Nodes = 100
-	in := &sliceInput{objs: synth.Cluster(size)}
+	objs := synth.Cluster(size)
+	b.Run("plain", func(b *testing.B) { driftRestore(b, objs, nil) })
+	b.Run("recording", func(b *testing.B) { driftRestore(b, objs, &namesRecorder{}) })
+}
+
+func driftRestore(b *testing.B, objs []source.Object, rec agent.Recorder) {
+	in := &sliceInput{objs: objs}
 	inKernel(b, func(r *nft.Renderer, iface knftables.Interface) {
-		a := agent.New(agent.Config{Node: synth.NodeName(0), Input: in, Generation: dataplane.Generation}, r, nil)
+		a := agent.New(agent.Config{Node: synth.NodeName(0), Input: in, Generation: dataplane.Generation, Record: rec}, r, nil)
 		ctx := context.Background()
 		if err := a.Pass(ctx); err != nil {
 			b.Fatal(err)

@@ -65,6 +65,7 @@ func inKernel(b *testing.B, fn func(r *nft.Renderer, iface knftables.Interface))
 		}
 		r := nft.New(iface)
 		r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
+		r.ListObjectsWith(dataplane.Objects{Family: unix.NFPROTO_INET, Table: nft.TableName})
 		fn(r, iface)
 	})
 }

@@ -474,6 +474,7 @@ func (o *agentOptions) renderer(iface knftables.Interface) *nft.Renderer {
 	if !o.elementsViaNft {
 		r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
 	}
+	r.ListObjectsWith(dataplane.Objects{Family: unix.NFPROTO_INET, Table: nft.TableName})
 	var uts unix.Utsname
 	release := "unknown"
 	if err := unix.Uname(&uts); err == nil {

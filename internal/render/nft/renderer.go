@@ -2,6 +2,7 @@ package nft
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -29,6 +30,47 @@ type Renderer struct {
 	// laterDeletes sends the deletion of unused chains, sets and maps in
 	// a transaction of its own after the change (see DeleteLater).
 	laterDeletes bool
+	objects      ObjectLister
+}
+
+// ObjectLister lists the names of the table's chains, sets and maps
+// (dataplane.Objects), or says that the table is gone with ErrNoTable.
+type ObjectLister interface {
+	List(ctx context.Context) (chains, sets, maps []string, err error)
+}
+
+// ErrNoTable is what an ObjectLister answers when the table is gone.
+var ErrNoTable = dataplane.ErrNoTable
+
+// ListObjectsWith has the renderer read the names of what the kernel
+// holds through l, when it reconciles and when it verifies, instead of
+// three nft listings of the whole table (knftables lists every set
+// element to name the sets).
+func (r *Renderer) ListObjectsWith(l ObjectLister) { r.objects = l }
+
+// objectNames returns the names of the table's chains, sets and maps by
+// kind ("chain", "set", "map"); gone when the table does not exist.
+func (r *Renderer) objectNames(ctx context.Context) (names map[string][]string, gone bool, err error) {
+	names = map[string][]string{}
+	if r.objects != nil {
+		chains, sets, maps, err := r.objects.List(ctx)
+		if errors.Is(err, ErrNoTable) {
+			return names, true, nil
+		}
+		names["chain"], names["set"], names["map"] = chains, sets, maps
+		return names, false, err
+	}
+	for _, kind := range []string{"chain", "set", "map"} {
+		list, err := r.nft.List(ctx, kind)
+		if knftables.IsNotFound(err) {
+			return names, true, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("listing nftables %ss: %w", kind, err)
+		}
+		names[kind] = list
+	}
+	return names, false, nil
 }
 
 // DeleteLater has the renderer delete the chains, sets and maps a change
@@ -267,13 +309,9 @@ func (Text) Render(w io.Writer, ir *compile.IR) error {
 // atomically: the base chains keep existing throughout (so no packet ever
 // sees an open window), stale chains and sets are deleted.
 func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transaction, want *ruleset, st *Stats) error {
-	have := map[string][]string{}
-	for _, kind := range []string{"chain", "set", "map"} {
-		names, err := r.nft.List(ctx, kind)
-		if err != nil && !knftables.IsNotFound(err) {
-			return fmt.Errorf("listing nftables %ss: %w", kind, err)
-		}
-		have[kind] = names
+	have, _, err := r.objectNames(ctx) // a table that is gone has nothing
+	if err != nil {
+		return err
 	}
 	// Empty everything first so that deletions never meet a reference.
 	tx.Add(&knftables.Table{})

@@ -23,17 +23,17 @@ func (r *Renderer) Verify(ctx context.Context) (string, error) {
 	if want == nil {
 		return "", nil // the next Sync reads the kernel anyway
 	}
+	names, gone, err := r.objectNames(ctx)
+	if err != nil {
+		return "", err
+	}
+	if gone {
+		return "table inet " + TableName + " is gone", nil
+	}
 	have := map[string]map[string]bool{}
-	for _, kind := range []string{"chain", "set", "map"} {
-		names, err := r.nft.List(ctx, kind)
-		if knftables.IsNotFound(err) {
-			return "table inet " + TableName + " is gone", nil
-		}
-		if err != nil {
-			return "", fmt.Errorf("listing nftables %ss: %w", kind, err)
-		}
+	for kind, list := range names {
 		have[kind] = map[string]bool{}
-		for _, n := range names {
+		for _, n := range list {
 			have[kind][n] = true
 		}
 	}
