@@ -55,6 +55,9 @@ func (o Objects) List(ctx context.Context) (chains, sets, maps []string, err err
 		return nil, nil, nil, fmt.Errorf("listing the sets of %s: %w", o.Table, err)
 	}
 	for _, s := range ss {
+		if s.Anonymous {
+			continue // a rule's own { ... }: not the renderer's, and nft cannot name it
+		}
 		if s.IsMap {
 			maps = append(maps, s.Name)
 		} else {

@@ -17,7 +17,8 @@ import (
 // TestLabObjects lists a table's chains, sets and maps over netlink: the
 // kinds of set the renderer makes (interval, concatenated, dynamic with
 // timeouts, learned), a verdict map, not another table's of the family,
-// and ErrNoTable once the table is gone.
+// not a rule's anonymous set (nft cannot name it: a flush of __set0
+// fails), and ErrNoTable once the table is gone.
 func TestLabObjects(t *testing.T) {
 	inNewNetns(t, func(nf knftables.Interface) {
 		ruleset := `
@@ -28,7 +29,7 @@ table inet netpol {
 	set learned-6 { type ipv6_addr; flags timeout; }
 	map ingress-4 { type ipv4_addr : verdict; elements = { 198.18.0.1 : jump in-1 } }
 	chain in-1 { drop; }
-	chain forward { type filter hook forward priority filter; policy accept; ip daddr vmap @ingress-4; }
+	chain forward { type filter hook forward priority filter; policy accept; ip daddr vmap @ingress-4; icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept; }
 }
 table inet other {
 	set not-ours { type ipv4_addr; }

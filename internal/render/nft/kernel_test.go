@@ -152,6 +152,15 @@ func TestLabVerifyWithObjectLister(t *testing.T) {
 			if diff, err := r.Verify(ctx); diff != "" || err != nil {
 				t.Errorf("netlink %v, intact: %q, %v", viaNetlink, diff, err)
 			}
+			// A restarted agent reconciles over the table it finds, whose
+			// base chain holds a rule's anonymous set: not one to flush.
+			again := nft.New(nf)
+			if viaNetlink {
+				again.ListObjectsWith(dataplane.Objects{Family: unix.NFPROTO_INET, Table: nft.TableName})
+			}
+			if _, err := again.Sync(ctx, ir); err != nil {
+				t.Fatalf("netlink %v, a restart's sync over the table: %v", viaNetlink, err)
+			}
 			for _, step := range []struct{ cmd, want string }{
 				{"delete chain inet netpol egress", "chain egress is gone"},
 				{"delete table inet netpol", "table inet netpol is gone"},
