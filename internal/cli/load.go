@@ -32,6 +32,17 @@ type inputFlags struct {
 	lenient    bool
 	// lazy: the command decides a few flows (pipeline.Options.Lazy).
 	lazy bool
+	// builder, when set, builds the engine instead of a one-shot
+	// pipeline.Build, for a command that builds again over the same
+	// objects (suggest, with its suggestion added); kept holds them.
+	builder *pipeline.Builder
+	kept    *objectsRead
+}
+
+// objectsRead are the objects an input read, with their decode findings.
+type objectsRead struct {
+	objects []source.Object
+	decoded diag.List
 }
 
 func (f *inputFlags) register(cmd *cobra.Command) {
@@ -125,7 +136,13 @@ func (f *inputFlags) buildFrom(cmd *cobra.Command, shape source.ANPShape, paths 
 	// needed (the Pod objects) can be collected while the engine is built.
 	read := len(objects)
 	p.Stage(fmt.Sprintf("building the model of %d objects", read), nil, "")
-	e, diags, err := pipeline.Build(objects, decoded, f.pipelineOptions())
+	build := func(objects []source.Object, decoded diag.List) (*engine.Engine, diag.List, error) {
+		return pipeline.Build(objects, decoded, f.pipelineOptions())
+	}
+	if f.builder != nil {
+		build, f.kept = f.builder.Build, &objectsRead{objects, decoded}
+	}
+	e, diags, err := build(objects, decoded)
 	if err != nil {
 		return nil, diags, err
 	}

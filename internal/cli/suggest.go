@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/suggest"
@@ -23,7 +23,7 @@ func newSuggest() *cobra.Command {
 	var enforce bool
 	var opts suggest.Options
 	cmd := &cobra.Command{
-		Use:   "suggest -f MANIFESTS --flows FILE",
+		Use:   "suggest (-f MANIFESTS | --context NAME) --flows FILE",
 		Short: "Write the least-privilege policies that allow observed flows, and check them",
 		Long: `suggest writes NetworkPolicies that allow every observed flow and as little
 else as it can: one policy per workload (a controller's pods in a namespace,
@@ -104,12 +104,10 @@ under -o json.`,
   netpol suggest -f cluster/ --flows probe.json --out-dir suggested/
   netpol suggest -f cluster/ --flows node-1.jsonl,node-2.jsonl --flows node-3.jsonl
   netpol suggest -f cluster/ --flows flows.csv -o json | jq .report
-  netpol suggest -f cluster/ --flows flows.csv --tier admin --priority 500 --out-dir suggested/`,
+  netpol suggest -f cluster/ --flows flows.csv --tier admin --priority 500 --out-dir suggested/
+  netpol suggest --context prod --flows node-1.jsonl,node-2.jsonl --out-dir suggested/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(in.files) == 0 {
-				return usageError{fmt.Errorf("give the cluster's manifests with -f")}
-			}
 			if len(flowPaths) == 0 {
 				return usageError{fmt.Errorf("give the observed flows with --flows FILE")}
 			}
@@ -130,12 +128,9 @@ under -o json.`,
 			if err != nil {
 				return err
 			}
-			// The check reads the input again, with the suggestion: stdin
-			// is kept to be read twice.
-			rewind, err := rereadableStdin(cmd, in.files)
-			if err != nil {
-				return err
-			}
+			// The check builds again over the objects read, with the
+			// suggestion added.
+			in.builder = &pipeline.Builder{Options: in.pipelineOptions()}
 			before, err := in.load(cmd)
 			if err != nil {
 				return err
@@ -147,8 +142,7 @@ under -o json.`,
 			if err != nil {
 				return troubleError{err}
 			}
-			rewind()
-			report, err := verifySuggestion(cmd, &in, before, nps, flows)
+			report, err := verifySuggestion(&in, before, nps, flows)
 			if err != nil {
 				return err
 			}
@@ -202,32 +196,12 @@ func readFlows(cmd *cobra.Command, paths []string) ([]suggest.Flow, error) {
 	return suggest.Merge(all), nil
 }
 
-// rereadableStdin reads stdin when files has "-", and returns the
-// function that gives the command that stdin again, for a command that
-// reads its input twice (errors still name it "-").
-func rereadableStdin(cmd *cobra.Command, files []string) (rewind func(), err error) {
-	if !slices.Contains(files, "-") {
-		return func() {}, nil
-	}
-	data, err := io.ReadAll(cmd.InOrStdin())
-	if err != nil {
-		return nil, troubleError{fmt.Errorf("-f -: %w", err)}
-	}
-	rewind = func() { cmd.SetIn(bytes.NewReader(data)) }
-	rewind()
-	return rewind, nil
-}
-
 // verifySuggestion decides the flows and the pod pairs with the input as
 // it is and with the policies enforced (suggest.Verify). The policies go
 // through the YAML written and the decoder, as a reader's kubectl apply
-// would take them.
-func verifySuggestion(cmd *cobra.Command, in *inputFlags, before *engine.Engine, nps []suggest.Policy, flows []suggest.Flow) (suggest.Report, error) {
-	dir, err := os.MkdirTemp("", "netpol-suggest")
-	if err != nil {
-		return suggest.Report{}, err
-	}
-	defer os.RemoveAll(dir)
+// would take them, and join the objects the input read (in.kept), built
+// again by the Builder that built before.
+func verifySuggestion(in *inputFlags, before *engine.Engine, nps []suggest.Policy, flows []suggest.Flow) (suggest.Report, error) {
 	var enforced []suggest.Policy
 	for _, np := range nps {
 		np = np.DeepCopyObject().(suggest.Policy)
@@ -240,15 +214,13 @@ func verifySuggestion(cmd *cobra.Command, in *inputFlags, before *engine.Engine,
 	if err != nil {
 		return suggest.Report{}, troubleError{err}
 	}
-	path := filepath.Join(dir, "suggested.yaml")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return suggest.Report{}, err
-	}
 	shape, err := source.ParseANPShape(in.anpShape)
 	if err != nil {
 		return suggest.Report{}, usageError{err}
 	}
-	after, err := in.loadFrom(cmd, shape, append(append([]string(nil), in.files...), path))
+	dec := &source.Decoder{Options: source.Options{ANPShape: shape, Lenient: in.lenient}}
+	objects := append(slices.Clip(in.kept.objects), dec.Decode("suggested policies", data)...)
+	after, _, err := in.builder.Build(objects, append(slices.Clip(in.kept.decoded), dec.Diags...))
 	if err != nil {
 		return suggest.Report{}, fmt.Errorf("the input with the suggested policies: %w", err)
 	}

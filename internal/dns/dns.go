@@ -19,8 +19,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"strings"
+	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
 )
@@ -164,6 +166,25 @@ func WriteTCP(w io.Writer, msg []byte) error {
 		_, err = w.Write(msg)
 	}
 	return err
+}
+
+// ExchangeTCP asks server query over TCP and returns its answer, all of it
+// (the connection too) within timeout, in the calling thread's network
+// namespace.
+func ExchangeTCP(server netip.AddrPort, query []byte, timeout time.Duration) ([]byte, error) {
+	d := net.Dialer{Deadline: time.Now().Add(timeout)}
+	c, err := d.Dial("tcp", server.String())
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if err := c.SetDeadline(d.Deadline); err != nil {
+		return nil, err
+	}
+	if err := WriteTCP(c, query); err != nil {
+		return nil, err
+	}
+	return ReadTCP(c)
 }
 
 // ReadTCP reads one message framed as WriteTCP writes it.

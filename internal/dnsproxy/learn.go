@@ -27,14 +27,19 @@
 // addresses learned stay until their timeouts expire, and names resolved
 // after that are not learned: connections to them are denied, as the
 // Deny below the Allow decides.
-
+//
 // Sets are per rule, not per pod: an address that one pod's answer taught
 // is allowed to every local pod whose rule names the same names, as the
 // rule says it should be for any of them that resolve the name.
 //
-// DNS over TCP is not diverted (a stream cannot be held packet by packet):
-// addresses that only a TCP answer gives (a truncated UDP answer's retry)
-// are not learned, so connections to them are denied, never allowed.
+// DNS over TCP is not diverted (a stream cannot be held packet by packet).
+// Instead, a truncated UDP answer for a name a rule names is held while
+// the proxy asks the same server the same question over TCP itself (from
+// the node, through the Service) and learns the full answer's addresses;
+// then the truncated answer goes on, and the pod's own TCP retry finds
+// them programmed. A server the node cannot reach over TCP (its ingress
+// denies the node) is counted (netpol_dns_tcp_asks_failed_total), and the
+// addresses only its TCP answer gives are denied, never allowed.
 //
 // It is a front end's part: it imports dns, dataplane, compile and policy,
 // and only agent and cli import it.

@@ -66,8 +66,8 @@ func New(cfg Config) *Proxy {
 		cfg.Limits = DefaultLimits
 	}
 	held := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "netpol_dns_answer_hold_seconds",
-		Help:    "Time a DNS answer was held on its way to a pod: parsing it, and programming the addresses it teaches.",
-		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 14)}) // 50 µs to 0.4 s
+		Help:    "Time a DNS answer was held on its way to a pod: parsing it, asking its question again over TCP when it was truncated (at most 2 s), and programming the addresses it teaches.",
+		Buckets: prometheus.ExponentialBuckets(0.00005, 2, 17)}) // 50 µs to 3.3 s: a truncated answer's ask
 	return &Proxy{cfg: cfg, learner: newLearner(cfg.Limits, cfg.Write), held: held, changed: make(chan struct{}, 1)}
 }
 
@@ -220,7 +220,7 @@ func (p *Proxy) serve(c *net.UDPConn) {
 }
 
 // askTimeout bounds how long a truncated answer waits for the proxy's own
-// TCP question.
+// TCP question, the connection included.
 const askTimeout = 2 * time.Second
 
 // askOverTCP asks server, over TCP, the question that the truncated answer
@@ -230,29 +230,13 @@ func (p *Proxy) askOverTCP(server netip.AddrPort, msg []byte) {
 	if err != nil {
 		return
 	}
-	full, err := exchangeTCP(server, query)
+	full, err := dns.ExchangeTCP(server, query, askTimeout)
 	if err != nil {
 		klog.V(2).InfoS("Asking over TCP after a truncated DNS answer", "server", server, "err", err)
 		p.learner.failedAsk()
 		return
 	}
 	_, _, _ = p.learner.learn(full)
-}
-
-// exchangeTCP sends query to server over TCP and reads one answer.
-func exchangeTCP(server netip.AddrPort, query []byte) ([]byte, error) {
-	c, err := net.DialTimeout("tcp", server.String(), askTimeout)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(askTimeout)); err != nil {
-		return nil, err
-	}
-	if err := dns.WriteTCP(c, query); err != nil {
-		return nil, err
-	}
-	return dns.ReadTCP(c)
 }
 
 // capCheck tells CapHit, at most once a minute, that the cap held

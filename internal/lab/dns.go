@@ -407,16 +407,7 @@ func resolve(server netip.Addr, name string, like netip.Addr) ([]netip.Addr, err
 
 // resolveTCP asks server query over TCP.
 func resolveTCP(server netip.Addr, query []byte) (dns.Answer, error) {
-	c, err := net.DialTimeout(network("tcp", server), net.JoinHostPort(server.String(), "53"), 2*time.Second)
-	if err != nil {
-		return dns.Answer{}, err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	if err := dns.WriteTCP(c, query); err != nil {
-		return dns.Answer{}, err
-	}
-	msg, err := dns.ReadTCP(c)
+	msg, err := dns.ExchangeTCP(netip.AddrPortFrom(server, 53), query, 2*time.Second)
 	if err != nil {
 		return dns.Answer{}, err
 	}
