@@ -160,13 +160,13 @@ netpol suggest --flows reads: CSV from,to,port, JSON, a record), as an
 application would: from is a pod (namespace/name) or a workload
 (namespace/Kind/name: each of its pods connects), to a pod, a workload (each
 of its pods) or an address. With agents that record (lab up --record), this
-is the traffic the record then holds: probe ends when every agent's record
-file holds it.`,
+is the traffic the record then holds: probe ends once every agent has
+rewritten its record file after the last connection.`,
 		Example: `  sudo netpol lab probe
   sudo netpol lab probe --ports 80/tcp,53/udp -o json
   sudo netpol lab probe --services
   sudo netpol lab probe --names
-  sudo netpol lab probe --flows examples/suggest/traffic.csv`,
+  sudo netpol lab probe --flows examples/suggest/flows.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := lab.Load(*name)

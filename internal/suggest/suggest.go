@@ -7,12 +7,12 @@
 // careful person would: selectors on the application's labels
 // (app.kubernetes.io/*, app) when they select the workload alone, else on
 // every label its pods share and keep (never a controller's hash or a
-// version), kubernetes.io/metadata.name for
-// namespaces, named ports where the destination declares them, single
-// addresses for peers outside the cluster (or the prefixes that cover
-// them, as wide as the options allow). Verify proves a suggestion with the
-// engine. It is a front end's part: it imports engine, state, policy (for
-// its annotations), l4 and the API types, and only cli imports it.
+// version), kubernetes.io/metadata.name for namespaces, named ports where
+// the destination declares them, single addresses for peers outside the
+// cluster (or the prefixes that cover them, as wide as the options
+// allow). Verify proves a suggestion with the engine. It is a front end's
+// part: it imports engine, state, policy (for its annotations), observed
+// (the record's lines), l4 and the API types, and only cli imports it.
 package suggest
 
 import (

@@ -34,13 +34,11 @@ type Renderer struct {
 }
 
 // ObjectLister lists the names of the table's chains, sets and maps
-// (dataplane.Objects), or says that the table is gone with ErrNoTable.
+// (dataplane.Objects), or says that the table is gone with
+// dataplane.ErrNoTable.
 type ObjectLister interface {
 	List(ctx context.Context) (chains, sets, maps []string, err error)
 }
-
-// ErrNoTable is what an ObjectLister answers when the table is gone.
-var ErrNoTable = dataplane.ErrNoTable
 
 // ListObjectsWith has the renderer read the names of what the kernel
 // holds through l, when it reconciles and when it verifies, instead of
@@ -54,7 +52,7 @@ func (r *Renderer) objectNames(ctx context.Context) (names map[string][]string, 
 	names = map[string][]string{}
 	if r.objects != nil {
 		chains, sets, maps, err := r.objects.List(ctx)
-		if errors.Is(err, ErrNoTable) {
+		if errors.Is(err, dataplane.ErrNoTable) {
 			return names, true, nil
 		}
 		names["chain"], names["set"], names["map"] = chains, sets, maps
