@@ -118,6 +118,18 @@ func TestVerify(t *testing.T) {
 	if staged[0].GetAnnotations()["netpol.io/staged"] != "true" {
 		t.Errorf("annotations %v, want netpol.io/staged", staged[0].GetAnnotations())
 	}
+	stagedDocs, err := YAML(staged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec3 := &source.Decoder{}
+	withStaged, _, err := pipeline.Build(dec3.Decode("c.yaml", []byte(cluster+"---\n"+string(stagedDocs))), dec3.Diags, pipeline.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := Verify(before, withStaged, flows); err != nil || r.Lost != 0 || r.Allowed != 3 || r.OpenUnobserved != 2 {
+		t.Errorf("staged: report %+v, %v; want nothing lost, 3 flows allowed, 2 open unobserved (web to web, as before)", r, err)
+	}
 }
 
 // TestSuggestCIDRMax: outside addresses are widened to the prefix that
