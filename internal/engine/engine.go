@@ -184,8 +184,16 @@ const numTiers = len(tiers)
 type tierLists [numTiers][]*compiled
 
 // tierOf is where a tier's policies are in tierLists and podTiers: its
-// place in tiers.
-func tierOf(t policy.Tier) int { return int(t - policy.TierAdmin) }
+// place in tiers, the walk's one list (a policy's tier is always one of
+// them: policy.Normalize gives no other).
+func tierOf(t policy.Tier) int {
+	for i := range tiers {
+		if tiers[i].tier == t {
+			return i
+		}
+	}
+	panic(fmt.Sprintf("engine: tier %v is not in the walk", t))
+}
 
 // applicable lists, for every pod, the policies whose subject selects it,
 // in evaluation order, one list per tier. Pods whose subjects of a tier
@@ -308,7 +316,11 @@ func (e *Engine) Applicable(pod *state.Pod) []*policy.Policy {
 		return nil
 	}
 	lists := e.applicable(pod)
-	out := make([]*policy.Policy, 0, len(lists[0].policies)+len(lists[1].policies)+len(lists[2].policies))
+	n := 0
+	for _, list := range lists {
+		n += len(list.policies)
+	}
+	out := make([]*policy.Policy, 0, n)
 	for _, list := range lists {
 		for _, cp := range list.policies {
 			out = append(out, cp.Policy)

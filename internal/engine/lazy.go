@@ -29,8 +29,8 @@ type lazy struct {
 func newLazy(e *Engine) *lazy {
 	l := &lazy{inNamespace: map[string][]int32{}}
 	for a, ps := range e.bySubject {
-		if len(ps[0])+len(ps[1])+len(ps[2]) == 0 {
-			continue
+		if !slices.ContainsFunc(ps[:], func(tier []*compiled) bool { return len(tier) > 0 }) {
+			continue // a subject of no policy in any tier
 		}
 		if sc := e.ix.podAtoms[a].scope; sc.kind == scopeName {
 			l.inNamespace[sc.name] = append(l.inNamespace[sc.name], int32(a))

@@ -137,7 +137,7 @@ func (e *Engine) AdminRule(f Flow, dir policy.Direction) *policy.Rule {
 	if pod == nil {
 		return nil
 	}
-	st := e.stage(0, e.applicable(pod), pod, dir) // the walk starts with the admin tier
+	st := e.stage(tierOf(policy.TierAdmin), e.applicable(pod), pod, dir)
 	m := matcher{e: e, dir: dir, subject: pod, peer: peer, ports: []l4.Port{f.Port}, dst: f.Dst}
 	for _, p := range st.policies {
 		for _, r := range p.rules[dir] {

@@ -146,12 +146,7 @@ func (e *Engine) allCount(spec *tierSpec, dir policy.Direction) bool {
 // Options.LegacyNamespaceIsolation). For the front ends that reason about
 // rules (diff, lint) without deciding flows.
 func (e *Engine) Counts(p *policy.Policy, dir policy.Direction) bool {
-	for i := range tiers {
-		if tiers[i].tier == p.Tier {
-			return e.allCount(&tiers[i], dir) || p.Isolates[dir]
-		}
-	}
-	return true
+	return e.allCount(&tiers[tierOf(p.Tier)], dir) || p.Isolates[dir]
 }
 
 // Isolated reports whether an isolating tier (NetworkPolicy) denies what
