@@ -148,7 +148,7 @@ func (f *inputFlags) buildFrom(cmd *cobra.Command, shape source.ANPShape, paths 
 	}
 	p.Stop() // before the line below
 	if took := time.Since(start); took > slowLoad && !f.quiet {
-		fmt.Fprintf(cmd.ErrOrStderr(), "netpol: read %d objects (%d pods, %d policies) and resolved %d selectors in %s\n",
+		fmt.Fprintf(cmd.ErrOrStderr(), "netpol: read %d objects (%d pods, %d policies, %d selector atoms) in %s\n",
 			read, len(e.Cluster().Pods), len(e.Cluster().Policies), e.Selectors(), took.Round(time.Millisecond))
 	}
 	return e, diags, nil

@@ -368,8 +368,9 @@ func (e *Engine) Stats() SelectorStats {
 	return s
 }
 
-// Selectors counts the distinct namespace and pod selectors of the
-// policies, as Stats does, without resolving them.
+// Selectors counts the selector atoms of the policies (a selector in the
+// scope it applies in: one selector of many policies in many namespaces
+// is many atoms), as Stats does, without resolving them.
 func (e *Engine) Selectors() int { return len(e.ix.nsAtoms) + len(e.ix.podAtoms) }
 
 // applicable returns the policies whose subject selects pod, by tier, in

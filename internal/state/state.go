@@ -65,14 +65,14 @@ type Pod struct {
 	Origin   diag.Origin
 }
 
-// Before is the order of a snapshot's pods (and so of their IDs): by
+// Compare is the order of a snapshot's pods (and so of their IDs): by
 // namespace, then name.
-func (p *Pod) Before(q *Pod) bool {
-	if p.Namespace.Name != q.Namespace.Name {
-		return p.Namespace.Name < q.Namespace.Name
-	}
-	return p.Name < q.Name
+func (p *Pod) Compare(q *Pod) int {
+	return cmp.Or(strings.Compare(p.Namespace.Name, q.Namespace.Name), strings.Compare(p.Name, q.Name))
 }
+
+// Before reports whether p comes before q in a snapshot (Compare).
+func (p *Pod) Before(q *Pod) bool { return p.Compare(q) < 0 }
 
 // Key is "namespace/name".
 func (p *Pod) Key() string { return p.Namespace.Name + "/" + p.Name }
@@ -195,9 +195,7 @@ func (c *Cluster) PodsIn(ns *Namespace) []*Pod {
 func (c *Cluster) index() {
 	slices.SortFunc(c.Namespaces, func(a, b *Namespace) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(c.Nodes, func(a, b *Node) int { return strings.Compare(a.Name, b.Name) })
-	slices.SortFunc(c.Pods, func(a, b *Pod) int {
-		return cmp.Or(strings.Compare(a.Namespace.Name, b.Namespace.Name), strings.Compare(a.Name, b.Name))
-	})
+	slices.SortFunc(c.Pods, (*Pod).Compare)
 	for i, p := range c.Pods {
 		p.ID = int32(i)
 	}
