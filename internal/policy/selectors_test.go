@@ -65,3 +65,37 @@ spec: {podSelector: {matchLabels: {tier: front, app: web}}}
 		t.Errorf("subjects %q and %q, want both app=web,tier=front", a.Text, b.Text)
 	}
 }
+
+// TestSelectorsApart: selectors compiled once per distinct content are
+// kept apart by every part of it: an operator, a value, a value list's
+// length, matchLabels against a matchExpression of the same pair. Each
+// subject keeps its own text (a cache keyed on less would give two of
+// them one).
+func TestSelectorsApart(t *testing.T) {
+	subjects := []string{
+		`{matchExpressions: [{key: app, operator: In, values: [a]}]}`,
+		`{matchExpressions: [{key: app, operator: NotIn, values: [a]}]}`,
+		`{matchExpressions: [{key: app, operator: In, values: [b]}]}`,
+		`{matchExpressions: [{key: app, operator: In, values: [a, b]}]}`,
+		`{matchLabels: {app: a}}`,
+		`{matchExpressions: [{key: app, operator: Exists}]}`,
+	}
+	doc := preamble
+	for i, s := range subjects {
+		doc += "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: p" + string(rune('0'+i)) + ", namespace: x}\nspec: {podSelector: " + s + "}\n---\n"
+	}
+	dec := &source.Decoder{}
+	set, diags := policy.Normalize(dec.Decode(validateFile, []byte(doc)))
+	if err := diags.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"app in (a)", "app notin (a)", "app in (b)", "app in (a,b)", "app=a", "app"}
+	if len(set.NetworkPolicies) != len(want) {
+		t.Fatalf("%d policies, want %d", len(set.NetworkPolicies), len(want))
+	}
+	for i, p := range set.NetworkPolicies {
+		if got := p.Subject.Pods.Text; got != want[i] {
+			t.Errorf("%s selects %q, want %q", p.Ref.Name, got, want[i])
+		}
+	}
+}
