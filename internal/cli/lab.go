@@ -279,7 +279,7 @@ func probeFlows(cmd *cobra.Command, l *lab.Lab, e *engine.Engine, path, output s
 		}
 		for _, src := range srcs {
 			for _, dst := range dsts {
-				got, perr := l.Probe(src, dst, f.Port)
+				got, perr := l.ProbeSure(src, dst, f.Port)
 				se, _ := e.Endpoint(src.IP.String())
 				de, _ := e.Endpoint(dst.String())
 				predicted := e.Allowed(engineFlow(se, de, f.Port))

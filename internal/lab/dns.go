@@ -481,10 +481,7 @@ func (l *Lab) ProbeNames(ports []l4.Port) []NameCell {
 						continue
 					}
 					c := NameCell{From: src.Key, Name: name, Addr: addrs[0], To: dst.Key, Port: port}
-					c.Observed, c.Err = l.Probe(src, addrs[0], port)
-					if c.Err == nil && !c.Observed { // once more before it counts as denied, as ProbeAll does
-						c.Observed, c.Err = l.Probe(src, addrs[0], port)
-					}
+					c.Observed, c.Err = l.ProbeSure(src, addrs[0], port)
 					cells = append(cells, c)
 				}
 			}

@@ -179,6 +179,17 @@ func (l *Lab) Probe(src Pod, dst netip.Addr, port l4.Port) (bool, error) {
 	return true, nil
 }
 
+// ProbeSure is Probe, once more before a connection counts as denied: a
+// lost datagram or SYN must not pass for a policy's drop (ProbeAll
+// retries its denied cells the same way, in a batch).
+func (l *Lab) ProbeSure(src Pod, dst netip.Addr, port l4.Port) (bool, error) {
+	ok, err := l.Probe(src, dst, port)
+	if err == nil && !ok {
+		ok, err = l.Probe(src, dst, port)
+	}
+	return ok, err
+}
+
 // Cell is one probed flow: from pod From's address of the family of SrcIP
 // to pod To at DstIP.
 type Cell struct {
