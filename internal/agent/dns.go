@@ -64,29 +64,28 @@ func (a *Agent) updateDNS(ctx context.Context, e *engine.Engine, ir *compile.IR)
 	}
 }
 
-// dnsCollectors export the learner's counters.
+// dnsCollectors export the learner's counts, its Stats read once a
+// scrape (they sweep every learned address, under the lock that the
+// answers' hold needs).
 func dnsCollectors(l DNSLearner) []prometheus.Collector {
-	counter := func(name, help string, v func(dnsproxy.Stats) uint64) prometheus.Collector {
-		return statCounter(l.Stats, name, help, v)
-	}
-	return append(l.Collectors(),
-		counter("netpol_dns_answers_total", "DNS answers to local pods held until the addresses they teach were programmed.",
-			func(s dnsproxy.Stats) uint64 { return s.Answers }),
-		counter("netpol_dns_answers_unreadable_total", "Held answers that were not DNS responses the proxy reads: sent on, nothing learned.",
-			func(s dnsproxy.Stats) uint64 { return s.Unreadable }),
-		counter("netpol_dns_addresses_learned_total", "Addresses written into domainNames sets (again when an answer refreshed them).",
-			func(s dnsproxy.Stats) uint64 { return s.Learned }),
-		counter("netpol_dns_addresses_expired_total", "Learned addresses whose timeout passed (the kernel removed them).",
-			func(s dnsproxy.Stats) uint64 { return s.Expired }),
-		counter("netpol_dns_addresses_capped_total", "Addresses not learned because the node's cap (--dns-max-addresses) was reached.",
-			func(s dnsproxy.Stats) uint64 { return s.CapHits }),
-		counter("netpol_dns_write_errors_total", "Writes of learned addresses that the kernel refused.",
-			func(s dnsproxy.Stats) uint64 { return s.Errors }),
-		counter("netpol_dns_tcp_asks_failed_total", "Truncated answers whose question the proxy could not ask the server again over TCP.",
-			func(s dnsproxy.Stats) uint64 { return s.AskFailed }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "netpol_dns_addresses", Help: "Addresses learned from DNS answers and not expired."},
-			func() float64 { return float64(l.Stats().Addresses) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "netpol_dns_names", Help: "Names and wildcards in the domainNames rules of this node's pods, whose answers teach."},
-			func() float64 { return float64(l.Stats().Names) }),
-	)
+	c := &statsCollector[dnsproxy.Stats]{stats: l.Stats}
+	c.counter("netpol_dns_answers_total", "DNS answers to local pods held until the addresses they teach were programmed.",
+		func(s dnsproxy.Stats) float64 { return float64(s.Answers) })
+	c.counter("netpol_dns_answers_unreadable_total", "Held answers that were not DNS responses the proxy reads: sent on, nothing learned.",
+		func(s dnsproxy.Stats) float64 { return float64(s.Unreadable) })
+	c.counter("netpol_dns_addresses_learned_total", "Addresses written into domainNames sets (again when an answer refreshed them).",
+		func(s dnsproxy.Stats) float64 { return float64(s.Learned) })
+	c.counter("netpol_dns_addresses_expired_total", "Learned addresses whose timeout passed (the kernel removed them).",
+		func(s dnsproxy.Stats) float64 { return float64(s.Expired) })
+	c.counter("netpol_dns_addresses_capped_total", "Addresses not learned because the node's cap (--dns-max-addresses) was reached.",
+		func(s dnsproxy.Stats) float64 { return float64(s.CapHits) })
+	c.counter("netpol_dns_write_errors_total", "Writes of learned addresses that the kernel refused.",
+		func(s dnsproxy.Stats) float64 { return float64(s.Errors) })
+	c.counter("netpol_dns_tcp_asks_failed_total", "Truncated answers whose question the proxy could not ask the server again over TCP.",
+		func(s dnsproxy.Stats) float64 { return float64(s.AskFailed) })
+	c.gauge("netpol_dns_addresses", "Addresses learned from DNS answers and not expired.",
+		func(s dnsproxy.Stats) float64 { return float64(s.Addresses) })
+	c.gauge("netpol_dns_names", "Names and wildcards in the domainNames rules of this node's pods, whose answers teach.",
+		func(s dnsproxy.Stats) float64 { return float64(s.Names) })
+	return append(l.Collectors(), c)
 }

@@ -151,8 +151,38 @@ func (a *Agent) Handler() http.Handler {
 	return mux
 }
 
-// statCounter exports one count of a component's Stats (the DNS proxy's,
-// the recorder's) as a Prometheus counter, read when scraped.
-func statCounter[S any](stats func() S, name, help string, v func(S) uint64) prometheus.Collector {
-	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v(stats())) })
+// statsCollector exports counts of a component (the DNS proxy, the
+// recorder) from its Stats, read once a scrape for all of them.
+type statsCollector[S any] struct {
+	stats   func() S
+	metrics []statMetric[S]
+}
+
+type statMetric[S any] struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(S) float64
+}
+
+func (c *statsCollector[S]) counter(name, help string, v func(S) float64) {
+	c.metrics = append(c.metrics, statMetric[S]{prometheus.NewDesc(name, help, nil, nil), prometheus.CounterValue, v})
+}
+
+func (c *statsCollector[S]) gauge(name, help string, v func(S) float64) {
+	c.metrics = append(c.metrics, statMetric[S]{prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, v})
+}
+
+// Describe is part of prometheus.Collector.
+func (c *statsCollector[S]) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.metrics {
+		ch <- m.desc
+	}
+}
+
+// Collect is part of prometheus.Collector.
+func (c *statsCollector[S]) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	for _, m := range c.metrics {
+		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(s))
+	}
 }

@@ -1,17 +1,23 @@
 package agent_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/knftables"
 
 	"github.com/netpol/netpol/internal/agent"
+	"github.com/netpol/netpol/internal/compile"
+	"github.com/netpol/netpol/internal/dnsproxy"
+	"github.com/netpol/netpol/internal/observed"
 	"github.com/netpol/netpol/internal/render/nft"
 )
 
@@ -127,3 +133,41 @@ func wantMetrics(t *testing.T, base string, want map[string]string) {
 		}
 	}
 }
+
+// countingLearner is a DNSLearner that counts how often its Stats are
+// read: a real one sweeps every learned address under the lock that the
+// answers' hold needs.
+type countingLearner struct{ stats int }
+
+func (l *countingLearner) Update(context.Context, []netip.Addr, []netip.Addr, []*compile.DomainSet) error {
+	return nil
+}
+func (l *countingLearner) Stats() dnsproxy.Stats              { l.stats++; return dnsproxy.Stats{Answers: 7} }
+func (l *countingLearner) NamesOf(netip.Addr) []string        { return nil }
+func (l *countingLearner) Collectors() []prometheus.Collector { return nil }
+
+// TestMetricsReadStatsOncePerScrape: one scrape of /metrics reads the DNS
+// learner's Stats once for all its counters and gauges, and the recorder's
+// once for its own.
+func TestMetricsReadStatsOncePerScrape(t *testing.T) {
+	learner, rec := &countingLearner{}, &countingRecorder{}
+	a := agent.New(agent.Config{Node: "node-1", Input: &agent.Files{Paths: []string{t.TempDir()}}, DNS: learner, Record: rec},
+		nft.New(knftables.NewFake(knftables.InetFamily, nft.TableName)), nil)
+	srv := httptest.NewServer(a.Handler())
+	defer srv.Close()
+	_, body := get(t, srv.URL+"/metrics")
+	if learner.stats != 1 || rec.stats != 1 {
+		t.Errorf("one scrape read the learner's Stats %d times and the recorder's %d, want once each", learner.stats, rec.stats)
+	}
+	for _, line := range []string{"netpol_dns_answers_total 7", "netpol_record_connections_total 3"} {
+		if !strings.Contains(body, "\n"+line+"\n") {
+			t.Errorf("/metrics has no line %q", line)
+		}
+	}
+}
+
+// countingRecorder is a Recorder that counts how often its Stats are read.
+type countingRecorder struct{ stats int }
+
+func (r *countingRecorder) Update(func(netip.Addr) string) {}
+func (r *countingRecorder) Stats() observed.Stats          { r.stats++; return observed.Stats{Connections: 3} }

@@ -28,17 +28,15 @@ func workloadOf(c *state.Cluster) func(netip.Addr) string {
 	}
 }
 
-// recordCollectors export the recorder's counts.
+// recordCollectors export the recorder's counts, its Stats read once a
+// scrape.
 func recordCollectors(r Recorder) []prometheus.Collector {
-	counter := func(name, help string, v func(observed.Stats) uint64) prometheus.Collector {
-		return statCounter(r.Stats, name, help, v)
-	}
-	return []prometheus.Collector{
-		counter("netpol_record_connections_total", "New connections of this node's pods recorded (--record), a flow once per 10 s window.",
-			func(s observed.Stats) uint64 { return s.Connections }),
-		counter("netpol_record_dropped_total", "Recorded connections not kept: their entry would pass --record-max-flows of its verdict.",
-			func(s observed.Stats) uint64 { return s.Dropped }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "netpol_record_flows", Help: "Entries of the record: (source, destination, port, verdict) seen."},
-			func() float64 { return float64(r.Stats().Flows) }),
-	}
+	c := &statsCollector[observed.Stats]{stats: r.Stats}
+	c.counter("netpol_record_connections_total", "New connections of this node's pods recorded (--record), a flow once per 10 s window.",
+		func(s observed.Stats) float64 { return float64(s.Connections) })
+	c.counter("netpol_record_dropped_total", "Recorded connections not kept: their entry would pass --record-max-flows of its verdict.",
+		func(s observed.Stats) float64 { return float64(s.Dropped) })
+	c.gauge("netpol_record_flows", "Entries of the record: (source, destination, port, verdict) seen.",
+		func(s observed.Stats) float64 { return float64(s.Flows) })
+	return []prometheus.Collector{c}
 }
