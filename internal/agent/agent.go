@@ -33,6 +33,7 @@ import (
 	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/source"
+	"github.com/netpol/netpol/internal/state"
 )
 
 // Config of an agent.
@@ -358,15 +359,10 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 		// Before the kernel logs with the new rules; the auditor keeps the
 		// previous ones for packets logged before the change.
 		c := e.Cluster()
-		a.cfg.Audit.Update(compile.Audits(ir), func(ip netip.Addr) string {
-			if p := c.PodByIP(ip); p != nil {
-				return p.Key()
-			}
-			return ""
-		})
+		a.cfg.Audit.Update(compile.Audits(ir), podNames(c, (*state.Pod).Key))
 	}
 	if a.cfg.Record != nil {
-		a.cfg.Record.Update(workloadOf(e.Cluster()))
+		a.cfg.Record.Update(podNames(e.Cluster(), (*state.Pod).Workload))
 	}
 	if a.cfg.DryRun {
 		tx, st, err := a.renderer.Plan(ctx, ir)

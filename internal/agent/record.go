@@ -17,12 +17,12 @@ type Recorder interface {
 	Stats() observed.Stats
 }
 
-// workloadOf names an address by the workload of the pod that has it
-// (state.Pod.Workload), "" when no pod has it.
-func workloadOf(c *state.Cluster) func(netip.Addr) string {
+// podNames names an address by a name of the pod that has it (its Key for
+// the audit log, its Workload for the record), "" when no pod has it.
+func podNames(c *state.Cluster, name func(*state.Pod) string) func(netip.Addr) string {
 	return func(ip netip.Addr) string {
 		if p := c.PodByIP(ip); p != nil {
-			return p.Workload()
+			return name(p)
 		}
 		return ""
 	}
