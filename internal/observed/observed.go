@@ -311,14 +311,14 @@ func (r *Recorder) Load(path string) error {
 		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
 			return &DamagedError{fmt.Errorf("%s line %d: %w", path, line, err)}
 		}
-		ps, err := l4.ParsePortList(f.Port)
+		port, err := ParsePort(f.Port)
 		if err == nil {
 			err = f.Check()
 		}
-		if err != nil || len(ps) != 1 || ps[0].Num == 0 {
+		if err != nil {
 			return &DamagedError{fmt.Errorf("%s line %d: not a recorded flow (from, to, one port, allow or deny, a positive count)", path, line)}
 		}
-		r.add(key{from: f.From, to: f.To, port: ps[0], verdict: f.Verdict}, f.Count, f.First, f.Last)
+		r.add(key{from: f.From, to: f.To, port: port, verdict: f.Verdict}, f.Count, f.First, f.Last)
 	}
 	return sc.Err()
 }
@@ -349,9 +349,19 @@ func (r *Recorder) Continue(path string) (movedAside string, err error) {
 	return aside, nil
 }
 
+// ParsePort reads a recorded flow's port: one port a policy can name, as
+// 8080/tcp (not 0, which Record never keeps).
+func ParsePort(s string) (l4.Port, error) {
+	ps, err := l4.ParsePortList(s)
+	if err != nil || len(ps) != 1 || ps[0].Num == 0 {
+		return l4.Port{}, fmt.Errorf("port %q: want one port, as 8080/tcp", s)
+	}
+	return ps[0], nil
+}
+
 // Check reports what makes f no recorded flow: an end missing, a verdict
-// other than allow or deny, a count below 1. The port is the reader's to
-// parse.
+// other than allow or deny, a count below 1. Its port is ParsePort's to
+// read (a reader of many lines keeps what it read).
 func (f Flow) Check() error {
 	switch {
 	case f.From == "" || f.To == "":

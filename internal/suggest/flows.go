@@ -226,11 +226,10 @@ func (p *parser) flow(from, to, port string, count int) (Flow, error) {
 	}
 	pt, ok := p.ports[port]
 	if !ok {
-		ps, err := l4.ParsePortList(port)
-		if err != nil || len(ps) != 1 || ps[0].Num == 0 {
-			return Flow{}, fmt.Errorf("port %q: want one port, as 8080/tcp", port)
+		var err error
+		if pt, err = observed.ParsePort(port); err != nil {
+			return Flow{}, err
 		}
-		pt = ps[0]
 		p.ports[port] = pt
 	}
 	return Flow{From: from, To: to, Port: pt, Count: count}, nil
