@@ -173,6 +173,7 @@ type Policy interface {
 // first. A flow naming a pod or a workload the cluster does not have is
 // an error, and so is a suggestion the tier's API cannot hold.
 func Suggest(c *state.Cluster, flows []Flow, opts Options) ([]Policy, error) {
+	flows = Merge(flows) // each flow once in the annotations
 	plans, err := plan(c, flows, opts)
 	if err != nil {
 		return nil, err
@@ -187,7 +188,7 @@ func Suggest(c *state.Cluster, flows []Flow, opts Options) ([]Policy, error) {
 				return nil, fmt.Errorf("the input has the BaselineAdminNetworkPolicy %s already (%s), and the API takes only one: add the suggested rules to it by hand, or choose another tier", o.Name, o.Origin)
 			}
 		}
-		banp, err := baselinePolicy(plans, Merge(flows), opts)
+		banp, err := baselinePolicy(plans, flows, opts)
 		if err != nil || banp == nil {
 			return nil, err
 		}
@@ -216,9 +217,8 @@ type sidePeer struct {
 }
 
 // plan works out every workload's plan, sorted by namespace and policy
-// name.
+// name, from merged flows.
 func plan(c *state.Cluster, flows []Flow, opts Options) ([]*workloadPlan, error) {
-	flows = Merge(flows) // each flow once in the annotations
 	byPod := map[string]*workload{}
 	named := NewEnds(c)
 	workloadOf := func(end string) (*workload, error) {
@@ -277,9 +277,6 @@ func plan(c *state.Cluster, flows []Flow, opts Options) ([]*workloadPlan, error)
 				w.display(), w.namespace, w.name)
 		}
 	}
-	if opts.Warn != nil {
-		warnReach(c, policies, byPod, opts.Warn)
-	}
 	names := &namer{c: c, kinds: map[string]map[string][]string{}}
 	var out []*workloadPlan
 	for w, s := range policies {
@@ -298,6 +295,13 @@ func plan(c *state.Cluster, flows []Flow, opts Options) ([]*workloadPlan, error)
 		}
 		return out[i].name < out[j].name
 	})
+	if opts.Warn != nil {
+		for _, p := range out {
+			if w := reach(c, p.w, byPod); w != "" {
+				opts.Warn(w)
+			}
+		}
+	}
 	return out, nil
 }
 
@@ -441,29 +445,23 @@ func workloadFor(c *state.Cluster, p *state.Pod, byPod map[string]*workload) *wo
 	return w
 }
 
-// warnReach warns, for each workload that gets a policy, of the other
-// workloads its selector also selects in its namespace (no label tells
-// them apart): the policy isolates them too, and their traffic that it
-// does not allow is denied.
-func warnReach[V any](c *state.Cluster, policies map[*workload]V, byPod map[string]*workload, warn func(string)) {
-	var ws []*workload
-	for w := range policies {
-		ws = append(ws, w)
-	}
-	sort.Slice(ws, func(i, j int) bool { return ws[i].display() < ws[j].display() })
-	for _, w := range ws {
-		var others []string
-		for _, q := range alsoSelected(c, w, w.selector) {
-			if o := workloadFor(c, q, byPod).display(); !slices.Contains(others, o) {
-				others = append(others, o)
-			}
-		}
-		if len(others) > 0 {
-			sort.Strings(others)
-			warn(fmt.Sprintf("%s: its selector %s also selects %s, which its policy isolates too: label them apart",
-				w.display(), labels.Set(w.selector), strings.Join(others, ", ")))
+// reach says, for a workload that gets a policy, which other workloads
+// its selector also selects in its namespace (no label tells them apart):
+// the policy isolates them too, and their traffic that it does not allow
+// is denied. "" when none.
+func reach(c *state.Cluster, w *workload, byPod map[string]*workload) string {
+	var others []string
+	for _, q := range alsoSelected(c, w, w.selector) {
+		if o := workloadFor(c, q, byPod).display(); !slices.Contains(others, o) {
+			others = append(others, o)
 		}
 	}
+	if len(others) == 0 {
+		return ""
+	}
+	sort.Strings(others)
+	return fmt.Sprintf("%s: its selector %s also selects %s, which its policy isolates too: label them apart",
+		w.display(), labels.Set(w.selector), strings.Join(others, ", "))
 }
 
 // appLabels are the labels of set that name the application: the
