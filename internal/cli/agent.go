@@ -172,9 +172,9 @@ address outside the cluster), port and verdict, with a count (of those
 windows) and the first and last time seen. A pod is named by its
 controller ("shop/Deployment/web"), so the record outlives rollouts. The
 file is one JSON line per entry, replaced atomically every
---record-interval and when the agent stops; an agent that restarts
-continues it. It holds at most --record-max-flows entries of each verdict.
-Give the files of
+--record-interval in which the record changed and when the agent stops; an
+agent that restarts continues it. It holds at most --record-max-flows
+entries of each verdict. Give the files of
 every node to netpol suggest --flows to get the policies that allow what
 was seen. A damaged file is moved aside (FILE.damaged-TIME) and recording
 starts anew; a record that cannot be kept (no NFLOG, the file cannot be
@@ -233,7 +233,7 @@ func (o *agentOptions) addFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&o.reportStatus, "report-status", o.reportStatus, "in a cluster, write conditions on the admin policies, and Events for invalid ones and for admin policy kinds that discovery cannot tell")
 	fl.StringVar(&o.auditLog, "audit-log", "-", `where audit lines go: a file (appended to), "-" for stdout, or "off"`)
 	fl.BoolVar(&o.cfg.AuditDenies, "audit-denies", false, "log every denied connection, not only those of policies annotated netpol.io/audit")
-	fl.StringVar(&o.recordPath, "record", "", "record every new connection of this node's pods, allowed or denied, into this file: one JSON line per (source workload, destination, port, verdict) with counts and first and last seen, rewritten every --record-interval; an existing file is continued. netpol suggest --flows reads it")
+	fl.StringVar(&o.recordPath, "record", "", "record every new connection of this node's pods, allowed or denied, into this file: one JSON line per (source workload, destination, port, verdict) with counts and first and last seen, rewritten every --record-interval in which it changed; an existing file is continued. netpol suggest --flows reads it")
 	fl.DurationVar(&o.recordEvery, "record-interval", 10*time.Second, "how often the --record file is rewritten (and once more when the agent stops)")
 	fl.IntVar(&o.recordMax, "record-max-flows", 10000, "the most entries of each verdict the record keeps; connections of new entries past it are counted (netpol_record_dropped_total), not kept")
 	fl.BoolVar(&o.dnsProxy, "dns-proxy", o.dnsProxy, "learn the addresses of domainNames rules from the DNS answers local pods receive, holding each answer until they are programmed; false: connections to domainNames are denied")
@@ -419,7 +419,7 @@ func (o *agentOptions) startRecord(ctx context.Context) func() {
 		}
 	}
 	if err == nil {
-		err = rec.Save(o.recordPath)
+		_, err = rec.SaveIfChanged(o.recordPath)
 	}
 	if err != nil {
 		klog.ErrorS(err, "No record of observed traffic: its file cannot be continued", "file", o.recordPath)
@@ -436,7 +436,7 @@ func (o *agentOptions) startRecord(ctx context.Context) func() {
 		klog.V(2).InfoS("Record reader stopped", "reason", err)
 	}()
 	save := func() {
-		if err := rec.Save(o.recordPath); err != nil {
+		if _, err := rec.SaveIfChanged(o.recordPath); err != nil {
 			klog.ErrorS(err, "The record of observed traffic could not be written", "file", o.recordPath)
 		}
 	}

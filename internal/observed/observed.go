@@ -93,6 +93,10 @@ type Recorder struct {
 	kept       map[string]int // entries by verdict
 	endpointOf func(netip.Addr) string
 	stats      Stats
+	// changes counts what changed the entries; saved is its value at the
+	// last save (SaveIfChanged), none before the first.
+	changes uint64
+	saved   *uint64
 }
 
 // New returns an empty Recorder.
@@ -131,6 +135,7 @@ func (r *Recorder) Update(endpointOf func(netip.Addr) string) {
 		}
 		delete(r.flows, k)
 		r.kept[k.verdict]--
+		r.changes++
 		nk := key{from: from, to: to, port: k.port, verdict: k.verdict}
 		if g := r.flows[nk]; g != nil {
 			g.Count = Sum(g.Count, f.Count)
@@ -199,6 +204,7 @@ func (r *Recorder) add(k key, count int, first, last time.Time) bool {
 	}
 	f.Count = Sum(f.Count, count)
 	f.First, f.Last = earlier(f.First, first), later(f.Last, last)
+	r.changes++
 	return true
 }
 
@@ -254,6 +260,25 @@ func (r *Recorder) WriteTo(w io.Writer) (int64, error) {
 		}
 	}
 	return buf.WriteTo(w)
+}
+
+// SaveIfChanged is Save when the entries changed since the last
+// SaveIfChanged: an idle node does not rewrite and sync its record every
+// interval. It reports whether it saved.
+func (r *Recorder) SaveIfChanged(path string) (bool, error) {
+	r.mu.Lock()
+	changes, same := r.changes, r.saved != nil && *r.saved == r.changes
+	r.mu.Unlock()
+	if same {
+		return false, nil
+	}
+	if err := r.Save(path); err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	r.saved = &changes
+	r.mu.Unlock()
+	return true, nil
 }
 
 // Save replaces the file at path with the entries, atomically: a reader
@@ -341,6 +366,7 @@ func (r *Recorder) Continue(path string) (movedAside string, err error) {
 	r.mu.Lock()
 	clear(r.flows)
 	clear(r.kept)
+	r.changes++
 	r.mu.Unlock()
 	aside := path + ".damaged-" + r.opts.Now().UTC().Format("20060102T150405Z")
 	if rerr := os.Rename(path, aside); rerr != nil {

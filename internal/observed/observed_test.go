@@ -309,3 +309,27 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// TestSaveIfChanged: an idle agent does not rewrite (and sync) its record
+// every interval; a change, a new line or a rename, is saved.
+func TestSaveIfChanged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "record.jsonl")
+	r := observed.New(observed.Options{})
+	r.Record(pkt(nft.RecordAllowPrefix, web1, db, 6, 5432, 0))
+	if saved, err := r.SaveIfChanged(path); !saved || err != nil {
+		t.Fatalf("first save: %v, %v", saved, err)
+	}
+	if err := os.WriteFile(path, []byte("left alone\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := r.SaveIfChanged(path); saved || err != nil {
+		t.Errorf("nothing changed: saved %v, %v", saved, err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != "left alone\n" {
+		t.Errorf("the file was rewritten: %q", data)
+	}
+	r.Update(workloads) // renames 198.18.0.1 and 198.18.0.3
+	if saved, err := r.SaveIfChanged(path); !saved || err != nil {
+		t.Errorf("after a rename: saved %v, %v", saved, err)
+	}
+}
