@@ -88,9 +88,12 @@ type Stats struct {
 type Recorder struct {
 	opts Options
 
-	mu         sync.Mutex
-	flows      map[key]*Flow
-	kept       map[string]int // entries by verdict
+	mu    sync.Mutex
+	flows map[key]*Flow
+	kept  map[string]int // entries by verdict
+	// byAddress are the entries with an address at one end, the only
+	// ones a pass can rename (Update).
+	byAddress  map[key]bool
 	endpointOf func(netip.Addr) string
 	stats      Stats
 	// changes counts what changed the entries; saved is its value at the
@@ -107,7 +110,8 @@ func New(opts Options) *Recorder {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Recorder{opts: opts, flows: map[key]*Flow{}, kept: map[string]int{}, endpointOf: func(netip.Addr) string { return "" }}
+	return &Recorder{opts: opts, flows: map[key]*Flow{}, kept: map[string]int{}, byAddress: map[key]bool{},
+		endpointOf: func(netip.Addr) string { return "" }}
 }
 
 // Update sets how addresses are named: the workload of the pod that has
@@ -127,14 +131,14 @@ func (r *Recorder) Update(endpointOf func(netip.Addr) string) {
 		}
 		return end, false
 	}
-	for k, f := range r.flows {
+	for k := range r.byAddress {
 		from, fromRenamed := rename(k.from)
 		to, toRenamed := rename(k.to)
 		if !fromRenamed && !toRenamed {
 			continue
 		}
-		delete(r.flows, k)
-		r.kept[k.verdict]--
+		f := r.flows[k]
+		r.forget(k)
 		r.changes++
 		nk := key{from: from, to: to, port: k.port, verdict: k.verdict}
 		if g := r.flows[nk]; g != nil {
@@ -143,9 +147,29 @@ func (r *Recorder) Update(endpointOf func(netip.Addr) string) {
 			continue
 		}
 		f.From, f.To = from, to
-		r.flows[nk] = f
-		r.kept[k.verdict]++
+		r.keep(nk, f)
 	}
+}
+
+// keep adds a new entry.
+func (r *Recorder) keep(k key, f *Flow) {
+	r.flows[k] = f
+	r.kept[k.verdict]++
+	if isAddr(k.from) || isAddr(k.to) {
+		r.byAddress[k] = true
+	}
+}
+
+// forget removes an entry.
+func (r *Recorder) forget(k key) {
+	delete(r.flows, k)
+	delete(r.byAddress, k)
+	r.kept[k.verdict]--
+}
+
+func isAddr(end string) bool {
+	_, err := netip.ParseAddr(end)
+	return err == nil
 }
 
 func earlier(a, b time.Time) time.Time {
@@ -199,8 +223,7 @@ func (r *Recorder) add(k key, count int, first, last time.Time) bool {
 			return false
 		}
 		f = &Flow{From: k.from, To: k.to, Port: k.port.String(), Verdict: k.verdict, First: first, Last: last, Node: r.opts.Node}
-		r.flows[k] = f
-		r.kept[k.verdict]++
+		r.keep(k, f)
 	}
 	f.Count = Sum(f.Count, count)
 	f.First, f.Last = earlier(f.First, first), later(f.Last, last)
@@ -366,6 +389,7 @@ func (r *Recorder) Continue(path string) (movedAside string, err error) {
 	r.mu.Lock()
 	clear(r.flows)
 	clear(r.kept)
+	clear(r.byAddress)
 	r.changes++
 	r.mu.Unlock()
 	aside := path + ".damaged-" + r.opts.Now().UTC().Format("20060102T150405Z")
