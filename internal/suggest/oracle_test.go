@@ -8,41 +8,16 @@ import (
 
 // verifyPairs is Verify as it was first written, pair by pair and port by
 // port, with an engine decision each: too slow for a large cluster, simple
-// enough to be the oracle that Verify's classes are checked against.
+// enough to be the oracle that Verify's classes are checked against. The
+// flows are observed the same way (observeFlows), each decided by the
+// engine directly instead of through Verify's class memo; the cells are
+// counted pod by pod.
 func verifyPairs(before, after *engine.Engine, flows []Flow) (Report, error) {
-	r := Report{Flows: len(flows)}
-	type cell struct {
-		src, dst string
-		port     l4.Port
-	}
-	observed := map[cell]bool{}
-	named := NewEnds(after.Cluster())
-	for _, f := range flows {
-		srcs, err := endpoints(after, named, f.From)
-		if err != nil {
-			return r, err
-		}
-		dsts, err := endpoints(after, named, f.To)
-		if err != nil {
-			return r, err
-		}
-		allowed := true
-		for _, src := range srcs {
-			for _, dst := range dsts {
-				if src.Pod != nil && src.Pod == dst.Pod {
-					continue // a pod of the workload towards itself
-				}
-				allowed = allowed && flowAllowed(after, src, dst, f.Port)
-				if src.Pod != nil && dst.Pod != nil {
-					observed[cell{src.Pod.Key(), dst.Pod.Key(), f.Port}] = true
-				}
-			}
-		}
-		if allowed {
-			r.Allowed++
-		} else {
-			r.Denied = append(r.Denied, f)
-		}
+	r, observed, err := observeFlows(after, flows, func(src, dst engine.Endpoint, port l4.Port) bool {
+		return flowAllowed(after, src, dst, port)
+	})
+	if err != nil {
+		return r, err
 	}
 	// Keys and the pods of before, once per pod, not per pair and port.
 	pods := after.Cluster().Pods
@@ -69,7 +44,7 @@ func verifyPairs(before, after *engine.Engine, flows []Flow) (Report, error) {
 						r.Lost++
 					}
 				}
-				if allowedAfter && !observed[cell{keys[i], keys[j], cp.Port}] {
+				if allowedAfter && !observed[obsCell{s, d, cp.Port}] {
 					r.OpenUnobserved++
 				}
 			}

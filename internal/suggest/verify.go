@@ -39,35 +39,9 @@ type Report struct {
 // pair at a time, each class pair once.
 func Verify(before, after *engine.Engine, flows []Flow) (Report, error) {
 	v := newVerifier(before, after)
-	r := Report{Flows: len(flows)}
-	observed := map[obsCell]bool{}
-	named := NewEnds(after.Cluster())
-	for _, f := range flows {
-		srcs, err := endpoints(after, named, f.From)
-		if err != nil {
-			return r, err
-		}
-		dsts, err := endpoints(after, named, f.To)
-		if err != nil {
-			return r, err
-		}
-		allowed := true
-		for _, src := range srcs {
-			for _, dst := range dsts {
-				if src.Pod != nil && src.Pod == dst.Pod {
-					continue // a pod of the workload towards itself
-				}
-				allowed = allowed && v.allowed(src, dst, f.Port)
-				if src.Pod != nil && dst.Pod != nil {
-					observed[obsCell{src.Pod, dst.Pod, f.Port}] = true
-				}
-			}
-		}
-		if allowed {
-			r.Allowed++
-		} else {
-			r.Denied = append(r.Denied, f)
-		}
+	r, observed, err := observeFlows(after, flows, v.allowed)
+	if err != nil {
+		return r, err
 	}
 	v.count(&r)
 	// The observed cells allowed after are not a gap.
@@ -86,6 +60,44 @@ func Verify(before, after *engine.Engine, flows []Flow) (Report, error) {
 		}
 	}
 	return r, nil
+}
+
+// observeFlows decides every flow after with allowed, counted into a
+// Report, and returns the pod pairs and ports they were observed on. A
+// flow that names a workload is allowed only if it is for every pod of
+// the workload (every pair of pods, when both ends are workloads).
+func observeFlows(after *engine.Engine, flows []Flow, allowed func(src, dst engine.Endpoint, port l4.Port) bool) (Report, map[obsCell]bool, error) {
+	r := Report{Flows: len(flows)}
+	observed := map[obsCell]bool{}
+	named := NewEnds(after.Cluster())
+	for _, f := range flows {
+		srcs, err := endpoints(after, named, f.From)
+		if err != nil {
+			return r, nil, err
+		}
+		dsts, err := endpoints(after, named, f.To)
+		if err != nil {
+			return r, nil, err
+		}
+		ok := true
+		for _, src := range srcs {
+			for _, dst := range dsts {
+				if src.Pod != nil && src.Pod == dst.Pod {
+					continue // a pod of the workload towards itself
+				}
+				ok = ok && allowed(src, dst, f.Port)
+				if src.Pod != nil && dst.Pod != nil {
+					observed[obsCell{src.Pod, dst.Pod, f.Port}] = true
+				}
+			}
+		}
+		if ok {
+			r.Allowed++
+		} else {
+			r.Denied = append(r.Denied, f)
+		}
+	}
+	return r, observed, nil
 }
 
 // obsCell is an observed pod pair on a port.
