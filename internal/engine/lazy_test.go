@@ -39,6 +39,9 @@ func TestLazyAgreesWithNew(t *testing.T) {
 					}
 				}
 				agreeOn(t, seed, c.Pods, eager, lazy, agreePorts)
+				if round == 0 && lazy.Resolved() {
+					t.Fatalf("seed %d: deciding every pair resolved every selector: the lazy path was not the one compared", seed)
+				}
 			}
 		}
 	}
