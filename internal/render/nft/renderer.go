@@ -551,7 +551,7 @@ func writeChain(tx ops, name string, rules []rule, st *Stats) {
 	for _, r := range rules {
 		kr := &knftables.Rule{Chain: name, Rule: r.text}
 		if r.comment != "" {
-			kr.Comment = knftables.PtrTo(truncate(r.comment, knftables.CommentLengthMax))
+			kr.Comment = knftables.PtrTo(commentText(r.comment))
 		}
 		tx.Add(kr)
 	}
@@ -573,7 +573,7 @@ func addContainer(tx ops, name string, c *container, isMap bool) {
 	}
 	var comment *string
 	if c.comment != "" {
-		comment = knftables.PtrTo(truncate(c.comment, knftables.CommentLengthMax))
+		comment = knftables.PtrTo(commentText(c.comment))
 	}
 	if isMap {
 		tx.Add(&knftables.Map{Name: name, Type: c.typ, Flags: flags, Comment: comment})
@@ -590,13 +590,6 @@ func element(container string, isMap bool, key, value string) *knftables.Element
 		e.Set = container
 	}
 	return e
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 func sortedKeys[V any](m map[string]V) []string {
