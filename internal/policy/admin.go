@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"github.com/netpol/netpol/internal/escape"
 	"regexp"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,7 +104,10 @@ func (n *normalizer) adminSubject(s adminSubject) PodSelector {
 }
 
 func (n *normalizer) adminRule(p *Policy, d Direction, i int, field string, raw adminRule, lim adminLimits) *Rule {
-	r := &Rule{Policy: p, Dir: d, Index: i, Name: raw.name}
+	// The name is free text that the API server stores as written; every
+	// output shows it, so it enters the model with its control characters
+	// escaped (one place for terminals, logs and traces alike).
+	r := &Rule{Policy: p, Dir: d, Index: i, Name: escape.Controls(raw.name)}
 	n.ruleName(field+".name", raw.name)
 	action, ok := actionOf[raw.action]
 	if ok {
