@@ -48,8 +48,11 @@ const (
 	copyPacket = 2 // NFULNL_COPY_PACKET
 
 	// copyRange is how much of each packet the kernel copies: the IPv6
-	// header (40 bytes) and the ports of any transport header fit.
-	copyRange = 128
+	// header (40 bytes), extension headers as a packet may carry them in
+	// front of its transport header, and the ports. A packet that pads its
+	// options further is logged without ports (the kernel still judges
+	// its ports: the rules follow the chain whatever its length).
+	copyRange = 512
 
 	nlaTypeMask = 0x3fff // without NLA_F_NESTED and NLA_F_NET_BYTEORDER
 )
@@ -242,10 +245,7 @@ func (p *Packet) headers(family uint8, b []byte) error {
 			return fmt.Errorf("IPv6 header of %d bytes", len(b))
 		}
 		p.Src, p.Dst = netip.AddrFrom16([16]byte(b[8:24])), netip.AddrFrom16([16]byte(b[24:40]))
-		// Extension headers are not followed: the protocol is the next
-		// header field, and ports are read only when it is a transport.
-		p.Proto = b[6]
-		l4 = b[40:]
+		p.Proto, l4 = upperLayer(b[6], b[40:])
 	default:
 		return fmt.Errorf("address family %d", family)
 	}
@@ -257,6 +257,45 @@ func (p *Packet) headers(family uint8, b []byte) error {
 		}
 	}
 	return nil
+}
+
+// upperLayer follows IPv6 extension headers from next, the header that
+// rest starts with, to the transport header, as the kernel's th dport
+// does: a packet must not hide its ports from the log by putting options
+// in front of them. It returns the protocol and its header, or, for a
+// later fragment, one that is encrypted (ESP) or a chain that runs past
+// what was copied, the last next-header value and nil. Every step takes
+// at least 8 bytes, so the walk is bounded by the copy's length.
+func upperLayer(next uint8, rest []byte) (uint8, []byte) {
+	for {
+		var n int
+		switch next {
+		case 0, 43, 60, 135, 139, 140: // hop-by-hop, routing, destination options, mobility, HIP, shim6
+			if len(rest) < 8 {
+				return next, nil
+			}
+			n = (int(rest[1]) + 1) * 8
+		case 51: // AH: its length counts 4-byte words, less 2
+			if len(rest) < 8 {
+				return next, nil
+			}
+			n = (int(rest[1]) + 2) * 4
+		case 44: // fragment: only the first one carries the ports
+			if len(rest) < 8 {
+				return next, nil
+			}
+			if binary.BigEndian.Uint16(rest[2:4])&^7 != 0 {
+				return rest[0], nil
+			}
+			n = 8
+		default:
+			return next, rest
+		}
+		if n > len(rest) {
+			return rest[0], nil
+		}
+		next, rest = rest[0], rest[n:]
+	}
 }
 
 // message is one netlink message of a datagram.
