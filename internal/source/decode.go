@@ -444,6 +444,10 @@ func (d *Decoder) decodeObject(out []Object, origin diag.Origin, js []byte, impl
 	if refused {
 		return out
 	}
+	if msg := invalidLabels(value); msg != "" {
+		d.report(origin, obj.Ref(), "metadata.labels", "%s", msg)
+		return out
+	}
 	obj.Value = value
 	return append(out, obj)
 }

@@ -301,7 +301,9 @@ func TestDecode(t *testing.T) {
 				"apiVersion: v1\nkind: Service\nmetadata: {name: 1web, namespace: x}\n---\n" +
 				"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: \"p\\nq\", namespace: x}\nspec: {podSelector: {}}\n---\n" +
 				"apiVersion: policy.networking.k8s.io/v1alpha1\nkind: AdminNetworkPolicy\nmetadata: {name: \"a\\u001b[2J\"}\nspec: " + v017Peers + "\n---\n" +
-				"apiVersion: v1\nkind: Pod\nmetadata: {name: ok.a-1, namespace: x-1}\n",
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: ok.a-1, namespace: x-1}\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: l, namespace: x, labels: {app: \"a\\u001b[2J\"}}\n---\n" +
+				"apiVersion: v1\nkind: Namespace\nmetadata: {name: z, labels: {\"bad key\": v}}\n",
 			objs: []wantObj{{Kind: "Pod", Namespace: "x-1", Name: "ok.a-1", Type: typePod, Origin: at(8, 0)}},
 			diags: []wantDiag{
 				{diag.Error, "metadata.name", "a lowercase RFC 1123 subdomain"},
@@ -311,6 +313,8 @@ func TestDecode(t *testing.T) {
 				{diag.Error, "metadata.name", "a DNS-1035 label"},
 				{diag.Error, "metadata.name", "a lowercase RFC 1123 subdomain"},
 				{diag.Error, "metadata.name", "a lowercase RFC 1123 subdomain"},
+				{diag.Error, "metadata.labels", "a valid label must be an empty string or consist of alphanumeric characters"},
+				{diag.Error, "metadata.labels", "name part must consist of alphanumeric characters"},
 			},
 		},
 		{

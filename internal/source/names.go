@@ -1,8 +1,11 @@
 package source
 
 import (
+	"sort"
+	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -30,4 +33,30 @@ func invalidName(kind, name, namespace string) (field, msg string) {
 		return "metadata.namespace", strings.Join(errs, "; ")
 	}
 	return "", ""
+}
+
+// invalidLabels checks an object's labels as the API server does (they
+// are printed in selectors and findings as they are), and says what is
+// wrong with the first bad one in key order, or "".
+func invalidLabels(obj any) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	labels := m.GetLabels()
+	var bad []string // rare: sorted only when there is one
+	for k, v := range labels {
+		if len(validation.IsQualifiedName(k)) > 0 || len(validation.IsValidLabelValue(v)) > 0 {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	sort.Strings(bad)
+	k := bad[0]
+	if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+		return "key " + strconv.Quote(k) + ": " + strings.Join(errs, "; ")
+	}
+	return "value of " + k + ": " + strings.Join(validation.IsValidLabelValue(labels[k]), "; ")
 }
