@@ -475,16 +475,21 @@ func (o *agentOptions) renderer(iface knftables.Interface) *nft.Renderer {
 		r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
 	}
 	r.ListObjectsWith(dataplane.Objects{Family: unix.NFPROTO_INET, Table: nft.TableName})
-	var uts unix.Utsname
-	release := "unknown"
-	if err := unix.Uname(&uts); err == nil {
-		release = unix.ByteSliceToString(uts.Release[:])
-	}
+	release := kernelRelease()
 	if nft.NeedsDeleteLater(release) {
 		klog.InfoS("Kernel before 6.2, or release unknown: chains and sets a change leaves unused are deleted in a later transaction", "release", release)
 		r.DeleteLater(true)
 	}
 	return r
+}
+
+// kernelRelease is uname -r, or "unknown".
+func kernelRelease() string {
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		return "unknown"
+	}
+	return unix.ByteSliceToString(uts.Release[:])
 }
 
 // clusterDNSServers reads the cluster IPs of the Service kube-system/
@@ -538,7 +543,10 @@ func startDNSProxy(ctx context.Context, node string, k dnsproxy.Kernel, limits d
 	if err != nil {
 		return nil, fmt.Errorf("nftables is not usable here: %w", err)
 	}
-	elements := dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName}
+	// Every answer must push its addresses' expiry out again, also when
+	// it repeats the TTL that taught them.
+	elements := dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName,
+		RefreshByDelete: !dataplane.RefreshesInPlace(kernelRelease())}
 	p := dnsproxy.New(dnsproxy.Config{Kernel: k, Limits: limits, NFT: divert,
 		Write:  func(elems []dataplane.Element) error { return elements.Write(elems, dataplane.Unused{}) },
 		CapHit: capReached(node, rec)})
