@@ -306,8 +306,7 @@ func neverLearned(a netip.Addr) bool {
 			return true
 		}
 	}
-	return !a.IsValid() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsMulticast() || a.IsUnspecified() || a.Is4In6() ||
-		a.IsInterfaceLocalMulticast() || a.IsLinkLocalMulticast()
+	return !a.IsValid() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsMulticast() || a.IsUnspecified() || a.Is4In6()
 }
 
 // capHits is Stats().CapHits, without the sweep.
