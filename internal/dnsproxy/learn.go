@@ -15,7 +15,10 @@
 // this package's socket; the proxy sends the same bytes on from the same
 // source address and port once the sets are written. Only those answers
 // teach: a pod cannot make the node learn an address from a server of its
-// own.
+// own, and what else reaches the socket's port is dropped before it
+// (divert.go). Of those, only an answer to a query the pod sent teaches
+// (queries.go), and never an address of the cluster's own or of no host
+// (Scope.Cluster, neverLearned): domainNames are for what is outside.
 //
 // Fail-static: the divert rule only matches while the element of the set
 // "alive", which the proxy refreshes every second, is there (timeout 5 s).
