@@ -144,6 +144,8 @@ func dnsCollectors(l DNSLearner) []prometheus.Collector {
 		func(s dnsproxy.Stats) float64 { return float64(s.Refused) })
 	c.counter("netpol_dns_addresses_never_learned_total", "Addresses in answers not learned because they are the cluster's own (nodes, pods, Services) or no host's (loopback, link-local, multicast, unspecified).",
 		func(s dnsproxy.Stats) float64 { return float64(s.Never) })
+	c.counter("netpol_dns_queries_lost_total", "Log messages of local pods' DNS queries that the kernel dropped (the agent's socket was full): their answers teach nothing.",
+		func(s dnsproxy.Stats) float64 { return float64(s.QueriesLost) })
 	c.counter("netpol_dns_tcp_asks_failed_total", "Truncated answers whose question the proxy could not ask the server again over TCP.",
 		func(s dnsproxy.Stats) float64 { return float64(s.AskFailed) })
 	c.gauge("netpol_dns_addresses", "Addresses learned from DNS answers and not expired.",

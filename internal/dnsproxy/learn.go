@@ -125,8 +125,11 @@ type Stats struct {
 	Unasked    uint64 // answers that answer no query a pod sent (or the proxy asked): sent on, nothing learned
 	Refused    uint64 // datagrams on the proxy's socket that the divert did not deliver: dropped
 	Never      uint64 // addresses not learned because they are the cluster's own or no host's
-	Addresses  int    // addresses learned and not expired now
-	Names      int    // names and wildcards of the domainNames rules learned for
+	// QueriesLost are the log messages of queries the kernel dropped (the
+	// log socket was full): their answers teach nothing.
+	QueriesLost uint64
+	Addresses   int // addresses learned and not expired now
+	Names       int // names and wildcards of the domainNames rules learned for
 }
 
 func newLearner(limits Limits, write func([]dataplane.Element) error) *learner {

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,8 +42,8 @@ type Config struct {
 type Proxy struct {
 	cfg     Config
 	learner *learner
-	held    prometheus.Histogram // how long answers were held
-	queries *queries             // set by Run
+	held    prometheus.Histogram    // how long answers were held
+	queries atomic.Pointer[queries] // set by Run
 
 	mu       sync.Mutex
 	want     diversion     // what Update asked for
@@ -121,7 +122,13 @@ func (p *Proxy) Update(_ context.Context, s Scope) error {
 }
 
 // Stats returns what the proxy did so far.
-func (p *Proxy) Stats() Stats { return p.learner.Stats() }
+func (p *Proxy) Stats() Stats {
+	s := p.learner.Stats()
+	if q := p.queries.Load(); q != nil {
+		s.QueriesLost = q.lostCount()
+	}
+	return s
+}
 
 // NamesOf returns the names whose answers taught addr, while they last.
 func (p *Proxy) NamesOf(addr netip.Addr) []string { return p.learner.NamesOf(addr) }
@@ -163,7 +170,8 @@ func (p *Proxy) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p.queries = newQueries(log, p.learner.now)
+	queries := newQueries(log, p.learner.now)
+	p.queries.Store(queries)
 	var conns []*net.UDPConn
 	var wg sync.WaitGroup
 	// The sockets close first, so that serve returns; then the log, which
@@ -176,7 +184,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 		log.Close()
 	}()
 	go func() {
-		err := p.queries.run()
+		err := queries.run()
 		klog.V(2).InfoS("DNS query log reader stopped", "reason", err)
 	}()
 	for _, network := range []string{"udp4", "udp6"} {
@@ -257,7 +265,7 @@ func (p *Proxy) serve(c *net.UDPConn) {
 			p.learner.refused()
 			continue
 		}
-		asked := func(a dns.Answer) bool { return p.queries.answered(dst, src.Addr(), a) }
+		asked := func(a dns.Answer) bool { return p.queries.Load().answered(dst, src.Addr(), a) }
 		if a, named, err := p.learner.learn(buf[:n], asked); err == nil && named && a.Truncated {
 			p.askOverTCP(src, buf[:n], a)
 		}

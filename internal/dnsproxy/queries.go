@@ -149,6 +149,13 @@ func (q *queries) forget(k queryKey) {
 	}
 }
 
+// lostCount is how many log messages the kernel dropped so far.
+func (q *queries) lostCount() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.lost
+}
+
 // answered reports whether a answers a query that client sent to server
 // within queryWindow, and forgets that query.
 func (q *queries) answered(client netip.AddrPort, server netip.Addr, a dns.Answer) bool {
