@@ -70,9 +70,15 @@ type Config struct {
 	// DNS learns the addresses of domainNames rules (dns.go); nil: they
 	// are never learned, so their connections are denied.
 	DNS DNSLearner
-	// DNSServers are the addresses whose DNS answers teach; none: the
-	// cluster IPs of the Service kube-system/kube-dns in the input.
+	// DNSServers are the addresses whose DNS answers teach; none: those
+	// ClusterDNS gives, or else the cluster IPs of the Service
+	// kube-system/kube-dns in the input.
 	DNSServers []netip.Addr
+	// ClusterDNS, when set, gives the cluster DNS's addresses as they are
+	// now (the CLI reads kube-system/kube-dns from the API server, again
+	// and again), or why it cannot: the agent is not ready while
+	// domainNames rules have no server to learn from.
+	ClusterDNS func() ([]netip.Addr, error)
 	// Record keeps the record of observed traffic (record.go); nil: the
 	// kernel records nothing.
 	Record Recorder
@@ -139,6 +145,9 @@ type Agent struct {
 	logTx    func(string)
 	metrics  *metrics
 	health   health
+	// dnsLast is what the DNS learner was last given (dns.go), so that a
+	// pass with the input unchanged can still follow the cluster DNS.
+	dnsLast dnsUpdate
 	// unreported holds the outcome that the Reporter failed to publish, to
 	// retry on the next pass.
 	unreported *outcome
@@ -332,6 +341,7 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 		if o := a.unreported; o != nil {
 			a.report(ctx, o.findings, o.err)
 		}
+		a.followDNS(ctx)
 		if fp == a.badInput {
 			return a.badErr
 		}

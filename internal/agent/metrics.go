@@ -77,6 +77,7 @@ type health struct {
 	loop     time.Time // last start of a loop iteration
 	ready    bool      // some input has been programmed
 	failing  error     // the last pass failed: the kernel enforces older input
+	noDNS    error     // domainNames rules, and no DNS server to learn their addresses from
 	deadline time.Duration
 }
 
@@ -135,10 +136,14 @@ func (a *Agent) Handler() http.Handler {
 			}
 		}
 		a.health.mu.Lock()
-		ready, failing := a.health.ready, a.health.failing
+		ready, failing, noDNS := a.health.ready, a.health.failing, a.health.noDNS
 		a.health.mu.Unlock()
 		if !ready {
 			http.Error(w, "nothing programmed yet", http.StatusServiceUnavailable)
+			return
+		}
+		if noDNS != nil {
+			http.Error(w, noDNS.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		if failing != nil {

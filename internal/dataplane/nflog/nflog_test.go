@@ -167,3 +167,18 @@ func TestSplit(t *testing.T) {
 		t.Error("a length past the datagram: want an error")
 	}
 }
+
+// TestParsePayload: a reader of payloads gets what follows the UDP
+// header, up to the datagram's own length (not what the kernel copied
+// past it).
+func TestParsePayload(t *testing.T) {
+	udp := append(append([]byte(nil), ipv6UDP...), 'd', 'n', 's', 0, 0) // two bytes past the datagram
+	udp[5], udp[45] = 11, 11                                            // payload length and UDP length: 8 + "dns"
+	p, err := parse(cat([]byte{10, 0, 0, 7}, nla(attrPayload, udp...)), true)
+	if err != nil || p.Payload != "dns" {
+		t.Errorf("payload %q, %v; want \"dns\"", p.Payload, err)
+	}
+	if p, _ := Parse(cat([]byte{10, 0, 0, 7}, nla(attrPayload, udp...))); p.Payload != "" {
+		t.Errorf("Parse gave a payload %q, want none", p.Payload)
+	}
+}
