@@ -31,6 +31,7 @@ import (
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/pipeline"
+	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/state"
@@ -505,6 +506,8 @@ func (a *Agent) logFindings(l diag.List) {
 		}
 		if d.Severity == diag.Error && d.Object == "" {
 			klog.ErrorS(nil, "Invalid input: none of it is programmed", "finding", s)
+		} else if d.Severity == diag.Error && policy.IsAdminKind(d.ObjectKind()) {
+			klog.ErrorS(nil, "Invalid admin policy enforced failed closed (or, unreadable, the input refused)", "finding", s)
 		} else if d.Severity == diag.Error {
 			klog.ErrorS(nil, "Invalid object left out", "finding", s)
 		} else {
