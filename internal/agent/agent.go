@@ -31,6 +31,7 @@ import (
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/pipeline"
+	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/state"
@@ -123,6 +124,11 @@ type Status struct {
 	// CutFor is the input whose conntrack cut is done (Cut counts it):
 	// equal to Programmed once the connections it denies are cut.
 	CutFor string `json:"conntrackCutFor,omitempty"`
+	// FailedClosed lists the errors of the admin policies that are
+	// invalid and enforced in their fail-closed form (an invalid rule
+	// denies all traffic, an invalid Allow rule matches nothing): the
+	// agent is not ready while there are any.
+	FailedClosed []string `json:"failedClosed,omitempty"`
 	// Repaired counts the times the agent found its table changed by
 	// someone else and programmed it again; Drift says what it found
 	// last.
@@ -356,6 +362,9 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 	e, diags, err := a.builder.Build(objects, decoded)
 	a.logFindings(diags)
 	a.metrics.invalid.Set(float64(countObjects(diags.Errors())))
+	if err == nil {
+		a.failedClosed(e, diags)
+	}
 	if err != nil {
 		a.metrics.errors.WithLabelValues(stageInput).Inc()
 		err = fmt.Errorf("input %s not programmed: %w", fp, err)
@@ -410,6 +419,27 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 		"operations", a.status.Stats.Operations, "conntrackCut", a.status.Cut, "took", a.status.Took)
 	a.report(ctx, diags, nil)
 	return a.writeStatus()
+}
+
+// failedClosed notes the admin policies of e that are enforced in their
+// fail-closed form, with their errors from diags: in the status, the
+// metric, and /readyz.
+func (a *Agent) failedClosed(e *engine.Engine, diags diag.List) {
+	a.metrics.failedClosed.Reset()
+	var why []string
+	for _, p := range e.Policies().Policies() {
+		if !p.Invalid {
+			continue
+		}
+		a.metrics.failedClosed.WithLabelValues(p.Kind, p.Name).Set(1)
+		for _, d := range diags.Errors() {
+			if d.Object == p.Ref.String() {
+				why = append(why, d.String())
+			}
+		}
+	}
+	a.status.FailedClosed = why
+	a.health.setFailedClosed(why)
 }
 
 // enforcesOnlyWhatIsKnown reports whether an incomplete input (some
@@ -486,6 +516,8 @@ func (a *Agent) logFindings(l diag.List) {
 		}
 		if d.Severity == diag.Error && d.Object == "" {
 			klog.ErrorS(nil, "Invalid input: none of it is programmed", "finding", s)
+		} else if d.Severity == diag.Error && policy.IsAdminKind(d.ObjectKind()) {
+			klog.ErrorS(nil, "Invalid admin policy enforced failed closed (or, unreadable, the input refused)", "finding", s)
 		} else if d.Severity == diag.Error {
 			klog.ErrorS(nil, "Invalid object left out", "finding", s)
 		} else {

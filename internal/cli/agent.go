@@ -128,18 +128,26 @@ connections are cut as well as new ones refused. A cut connection is held in
 the kernel (sets cut-4, cut-6) so that neither side re-opens it by sending
 next; the hold lasts while packets keep coming and two minutes after.
 
-An invalid object is left out (the others stay enforced) and reported; in a
-cluster: every AdminNetworkPolicy, BaselineAdminNetworkPolicy and
-ClusterNetworkPolicy gets the conditions Accepted and Programmed, a node that
-cannot program gets its own netpol.io/NotProgrammed.<node> condition, and an
-invalid policy gets a Warning Event (reason InvalidPolicy).
+An invalid object is left out (the others stay enforced) and reported, but
+for an invalid admin policy, which would lift its denies: it is enforced
+failed closed (an invalid rule denies all traffic, an invalid Allow rule
+matches nothing), the agent is not ready (/readyz and the --status file name
+it and why) and sets netpol_admin_policy_failed_closed. In a cluster: every
+AdminNetworkPolicy, BaselineAdminNetworkPolicy and ClusterNetworkPolicy gets
+the conditions Accepted and Programmed (an invalid one Accepted=False and
+Programmed=False/FailedClosed), a node that cannot program gets its own
+netpol.io/NotProgrammed.<node> condition, and an invalid policy gets a
+Warning Event (reason InvalidPolicy).
 
 On start it takes over whatever "inet netpol" holds (after a restart or a
 crash) in the same single transaction: there is no moment without rules and
 no stale rule is left. While the API server is unreachable the rules last
 programmed stay, and the watch catches up within seconds when it is back.
 The admin policy kinds are CRDs: one whose CRD is not installed has no
-policies, and is looked for again every minute; while the agent cannot
+policies, and is looked for again every minute (a kind is taken as not
+installed only when discovery says so three times over 10 s and a list of it
+answers 404 too; meanwhile it keeps its policies and the agent is not
+ready); while the agent cannot
 tell whether the API server serves one (discovery fails: a timeout, a 503,
 a 403), it keeps the rules last programmed, is not ready (/readyz), sets
 netpol_admin_policy_resource_state{state="unknown"}, sends a Warning Event

@@ -61,6 +61,13 @@ type Diagnostic struct {
 	Message  string
 }
 
+// ObjectKind is the kind of the object the finding is about ("" when it
+// names none).
+func (d Diagnostic) ObjectKind() string {
+	kind, _, _ := strings.Cut(d.Object, " ")
+	return kind
+}
+
 func (d Diagnostic) String() string {
 	var b strings.Builder
 	if o := d.Origin.String(); o != "" {
