@@ -1,0 +1,71 @@
+package compile_test
+
+import (
+	"testing"
+
+	"github.com/netpol/netpol/internal/compile"
+	"github.com/netpol/netpol/internal/pipeline"
+	"github.com/netpol/netpol/internal/source"
+	"github.com/netpol/netpol/internal/synth"
+)
+
+// The policies of a hostile tenant (issue 25, item 14) cost a node time
+// and kernel objects in proportion to their size, not its square.
+
+func compileObjects(tb testing.TB, objs []source.Object) *compile.IR {
+	tb.Helper()
+	e, _, err := pipeline.Build(objs, nil, pipeline.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return compile.Node(e, synth.HostileNode)
+}
+
+// BenchmarkAdversarialExcepts compiles a 56 KB NetworkPolicy whose ipBlock
+// has 2,000 exceptions spread over fd00::/8 (102 s per pass before the
+// difference was taken in one walk).
+func BenchmarkAdversarialExcepts(b *testing.B) {
+	objs := synth.ExceptPolicy(2000)
+	var ir *compile.IR
+	for b.Loop() {
+		ir = compileObjects(b, objs)
+	}
+	b.ReportMetric(float64(irSize(ir).elements), "elements")
+}
+
+// BenchmarkAdversarialPeersPorts compiles a NetworkPolicy rule of 1,000
+// peers and 1,000 ports (2,000,019 kernel rules when each peer was
+// crossed with each port).
+func BenchmarkAdversarialPeersPorts(b *testing.B) {
+	objs := synth.PeersPortsPolicy(1000, 1000)
+	var ir *compile.IR
+	for b.Loop() {
+		ir = compileObjects(b, objs)
+	}
+	sz := irSize(ir)
+	b.ReportMetric(float64(sz.rules), "rules")
+	b.ReportMetric(float64(sz.elements), "elements")
+}
+
+type size struct{ rules, portMatches, sets, elements int }
+
+// irSize counts what the IR asks of a kernel: a rule matches its ports
+// one by one at most (portMatches), and each set's elements.
+func irSize(ir *compile.IR) size {
+	var sz size
+	for _, t := range ir.Tables {
+		for _, r := range t.Rules {
+			sz.rules++
+			sz.portMatches += max(len(r.Ports), 1)
+		}
+	}
+	for _, s := range ir.Sets {
+		sz.sets++
+		sz.elements += len(s.Prefixes)
+	}
+	for _, s := range ir.EndpointSets {
+		sz.sets++
+		sz.elements += len(s.Elements)
+	}
+	return sz
+}
