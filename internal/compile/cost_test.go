@@ -69,3 +69,16 @@ func irSize(ir *compile.IR) size {
 	}
 	return sz
 }
+
+// TestAdversarialPeersPortsLinear: a rule of 1,000 peers and 1,000 ports
+// is one rule over one set of the 1,000 peers, matching the 1,000 ports:
+// O(peers + ports), not their product (1,000 rules of 1,000 port matches
+// each before).
+func TestAdversarialPeersPortsLinear(t *testing.T) {
+	ir := compileObjects(t, synth.PeersPortsPolicy(1000, 1000))
+	sz := irSize(ir)
+	if sz.rules != 1 || sz.sets != 1 || sz.elements != 1000 || sz.portMatches != 1000 {
+		t.Errorf("the 1,000 x 1,000 rule compiles to %d rules (%d port matches) and %d sets of %d elements; want 1 rule (1000 port matches) and 1 set of 1000",
+			sz.rules, sz.portMatches, sz.sets, sz.elements)
+	}
+}

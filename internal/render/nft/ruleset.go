@@ -278,26 +278,51 @@ func ruleTexts(dir policy.Direction, r compile.Rule, verdict string) []rule {
 	return out
 }
 
-// portMatches are the matches of protocol and destination port ranges, one
-// per range ("" when any port matches): the rule is written once per range
-// rather than with an anonymous set of the ranges. The kernel names every
-// anonymous set it makes by scanning the names of all the table's sets, and
-// nft reads every set of the table before it writes a rule: with a set per
-// rule, adding one policy's chain to a 10k-pod node took ~45 ms instead of
-// ~10.
+// portMatches are the matches of protocol and destination port ranges
+// (sorted by protocol, as compile merges them), one per range ("" when any
+// port matches): the rule is written once per range rather than with an
+// anonymous set of the ranges. The kernel names every anonymous set it
+// makes by scanning the names of all the table's sets, and nft reads every
+// set of the table before it writes a rule: with a set per rule, adding
+// one policy's chain to a 10k-pod node took ~45 ms instead of ~10. Past
+// portSetAfter ranges, though, the ranges of each protocol go in one
+// anonymous set: a tenant's rule of 1,000 ports must be a few kernel rules,
+// not 1,000 per peer set.
 func portMatches(rs []l4.Range) []string {
 	if len(rs) == 0 {
 		return []string{""}
 	}
+	if len(rs) > portSetAfter {
+		var out []string
+		for i := 0; i < len(rs); {
+			j := i
+			var items []string
+			for ; j < len(rs) && rs[j].Proto == rs[i].Proto; j++ {
+				items = append(items, portText(rs[j]))
+			}
+			out = append(out, "meta l4proto "+protoName(rs[i].Proto)+" th dport { "+strings.Join(items, ", ")+" }")
+			i = j
+		}
+		return out
+	}
 	out := make([]string, len(rs))
 	for i, r := range rs {
-		port := strconv.Itoa(int(r.First))
-		if r.Last != r.First {
-			port += "-" + strconv.Itoa(int(r.Last))
-		}
-		out[i] = "meta l4proto " + protoName(r.Proto) + " th dport " + port
+		out[i] = "meta l4proto " + protoName(r.Proto) + " th dport " + portText(r)
 	}
 	return out
+}
+
+// portSetAfter is the most port ranges a rule is written once per range
+// for (see portMatches).
+const portSetAfter = 8
+
+// portText is a port range as nft writes it: "80" or "9000-9100".
+func portText(r l4.Range) string {
+	port := strconv.Itoa(int(r.First))
+	if r.Last != r.First {
+		port += "-" + strconv.Itoa(int(r.Last))
+	}
+	return port
 }
 
 func join(parts ...string) string {

@@ -1,0 +1,104 @@
+package nft_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/knftables"
+
+	"github.com/netpol/netpol/internal/compile"
+	"github.com/netpol/netpol/internal/pipeline"
+	"github.com/netpol/netpol/internal/render/nft"
+	"github.com/netpol/netpol/internal/source"
+	"github.com/netpol/netpol/internal/synth"
+)
+
+func compileObjects(tb testing.TB, objs []source.Object) *compile.IR {
+	tb.Helper()
+	e, _, err := pipeline.Build(objs, nil, pipeline.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return compile.Node(e, synth.HostileNode)
+}
+
+// rulesetSize counts the rules of a ruleset text and the elements of its
+// sets: named ones ("add element" lines, one per element) and anonymous
+// ones (the comma-separated items between braces in a rule).
+func rulesetSize(text string) (rules, elements int) {
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(line, "add rule "):
+			rules++
+			if i := strings.Index(line, "{ "); i >= 0 {
+				elements += strings.Count(line[i:strings.Index(line, " }")], ",") + 1
+			}
+		case strings.HasPrefix(line, "add element "):
+			elements++
+		}
+	}
+	return rules, elements
+}
+
+// TestAdversarialPeersPortsRuleset: the table of a rule of 1,000 peers and
+// 1,000 ports holds O(peers + ports) kernel objects: its rules are a
+// handful (one per family, and per protocol of the ports) and its
+// elements the 1,000 peers and the 1,000 ports of each family's rule, next
+// to the few of an empty table (2,000,019 rules when each peer was crossed with each port).
+func TestAdversarialPeersPortsRuleset(t *testing.T) {
+	empty, err := nft.Ruleset(&compile.IR{Node: synth.HostileNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseRules, baseElements := rulesetSize(empty)
+	text, err := nft.Ruleset(compileObjects(t, synth.PeersPortsPolicy(1000, 1000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, elements := rulesetSize(text)
+	// The pod's address in the ingress map, and the drop of its isolation.
+	if rules-baseRules > 3 || elements-baseElements > 3001 {
+		t.Errorf("%d rules and %d elements beyond an empty table's %d and %d; want at most 3 rules (2 families and the drop) and 3,001 elements (1,000 peers, the 1,000 ports in each family's rule, the pod's map entry)",
+			rules-baseRules, elements-baseElements, baseRules, baseElements)
+	}
+}
+
+// TestLabAdversarialPeersPortsKernel: the kernel takes the table of a rule
+// of 1,000 peers and 1,000 ports, and holds it as a few rules (the ports
+// in an anonymous set of each) over one set of the 1,000 peers.
+func TestLabAdversarialPeersPortsKernel(t *testing.T) {
+	ir := compileObjects(t, synth.PeersPortsPolicy(1000, 1000))
+	inNewNetns(t, func(nf knftables.Interface) {
+		ctx := context.Background()
+		if _, err := nft.New(nf).Sync(ctx, ir); err != nil {
+			t.Fatal(err)
+		}
+		table := ir.Tables[0]
+		rules, err := nf.ListRules(ctx, table.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rules) != 3 {
+			t.Errorf("chain %s has %d rules, want 3 (one per family, the drop)", table.Name, len(rules))
+		}
+		peers, err := nf.ListElements(ctx, "set", table.Rules[0].Peer+"-4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(peers) != 1000 {
+			t.Errorf("the peers' set holds %d elements, want 1000", len(peers))
+		}
+		out, err := exec.Command("nft", "list", "chain", "inet", nft.TableName, table.Name).CombinedOutput()
+		if err != nil {
+			t.Fatalf("nft list chain: %v\n%s", err, out)
+		}
+		// The first and last of the ports 1000, 1002, ... 2998.
+		for _, port := range []string{"{ 1000, 1002,", ", 2998 }"} {
+			if got := strings.Count(string(out), port); got != 2 {
+				t.Errorf("the kernel's chain has %q %d times, want twice (one rule per family):\n%.600s", port, got, out)
+			}
+		}
+	})
+}
