@@ -102,3 +102,19 @@ func TestLabAdversarialPeersPortsKernel(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkAdversarialExceptsRuleset writes the ruleset of the 56 KB
+// NetworkPolicy of 2,000 exceptions spread over fd00::/8 (218,048 set
+// elements), as `netpol compile -o nft` does.
+func BenchmarkAdversarialExceptsRuleset(b *testing.B) {
+	ir := compileObjects(b, synth.ExceptPolicy(2000))
+	var text string
+	for b.Loop() {
+		var err error
+		if text, err = nft.Ruleset(ir); err != nil {
+			b.Fatal(err)
+		}
+	}
+	_, elements := rulesetSize(text)
+	b.ReportMetric(float64(elements), "elements")
+}
