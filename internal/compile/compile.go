@@ -217,8 +217,9 @@ func (c *nodeCompile) compileTable(pod *state.Pod, dir policy.Direction) *Table 
 
 // rules appends the kernel rules of one policy rule. Its peers are an OR
 // with the same ports and action, so they share one rule over one set of
-// all their addresses, one over their domain names and one over the
-// endpoints of the rule's named ports: a rule of p peers and n ports is
+// the addresses of their pods and nodes, one over one set of their
+// ipBlocks, one over their domain names and one over the endpoints of the
+// rule's named ports: a rule of p peers and n ports is
 // O(p + n) in the kernel, never p rules of n port matches (a tenant's
 // 1,000 peers x 1,000 ports were 2,000,000 kernel rules).
 func (c *nodeCompile) rules(out []Rule, pod *state.Pod, dir policy.Direction, tier policy.Tier, ar engine.AppliedRule) []Rule {
@@ -249,14 +250,17 @@ func (c *nodeCompile) rules(out []Rule, pod *state.Pod, dir policy.Direction, ti
 		}
 	}
 	ranges = mergeRanges(ranges)
-	var addrs, domains []engine.PeerSet
+	var addrs, blocks, domains []engine.PeerSet
 	if r.AllPeers {
 		addrs = []engine.PeerSet{{}} // any address: no set
 	}
 	for _, peer := range ar.Peers {
-		if peer.Kind == policy.PeerDomains {
+		switch peer.Kind {
+		case policy.PeerDomains:
 			domains = append(domains, peer)
-		} else {
+		case policy.PeerIPBlock:
+			blocks = append(blocks, peer)
+		default:
 			addrs = append(addrs, peer)
 		}
 	}
@@ -266,17 +270,25 @@ func (c *nodeCompile) rules(out []Rule, pod *state.Pod, dir policy.Direction, ti
 		c.uses = append(c.uses, setUse{peers: domains})
 		out = append(out, k) // named ports never come with names (validation)
 	}
+	if r.AllPorts || len(ranges) > 0 {
+		// Pods and nodes come and go one address at a time; ipBlocks
+		// change only with their policy, and their set is Static.
+		for _, peers := range [][]engine.PeerSet{addrs, blocks} {
+			if len(peers) == 0 {
+				continue
+			}
+			k := base
+			k.Ports = ranges
+			if !r.AllPeers {
+				k.Peer = c.addrSet(peers)
+				c.uses = append(c.uses, setUse{peers: peers})
+			}
+			out = append(out, k)
+		}
+	}
+	addrs = append(addrs, blocks...)
 	if len(addrs) == 0 {
 		return out
-	}
-	if r.AllPorts || len(ranges) > 0 {
-		k := base
-		k.Ports = ranges
-		if !r.AllPeers {
-			k.Peer = c.addrSet(addrs)
-			c.uses = append(c.uses, setUse{peers: addrs})
-		}
-		out = append(out, k)
 	}
 	if len(named) > 0 {
 		k := base
@@ -361,7 +373,7 @@ func (c *nodeCompile) addrSet(peers []engine.PeerSet) string {
 			return name
 		}
 	}
-	s := &AddrSet{Name: name, Key: key}
+	s := &AddrSet{Name: name, Key: key, Static: !slices.ContainsFunc(peers, func(p engine.PeerSet) bool { return p.Kind != policy.PeerIPBlock })}
 	for _, peer := range peers {
 		switch peer.Kind {
 		case policy.PeerPods:

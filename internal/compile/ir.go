@@ -119,6 +119,11 @@ type AddrSet struct {
 	// Key describes the selection, for people: "pods ns=x pod=a".
 	Key      string         `json:"key"`
 	Prefixes []netip.Prefix `json:"prefixes"`
+	// Static: the set holds ipBlocks alone, so its members change only
+	// with its policies, never one pod at a time: a renderer may write
+	// neighbouring prefixes as one range (the difference of a block and n
+	// exceptions is n+1 ranges, but up to 128 prefixes an exception).
+	Static bool `json:"static,omitempty"`
 }
 
 // DomainSetPrefix starts the name of every DomainSet, and no other set's:

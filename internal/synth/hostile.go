@@ -54,12 +54,13 @@ func ExceptPolicy(n int) []source.Object {
 }
 
 // PeersPortsPolicy is a NetworkPolicy with one ingress rule of peers
-// single-address ipBlocks (198.19.x.y/32) and ports TCP ports (1000 up):
-// every peer with every port.
+// single-address ipBlocks (every other address from 198.19.0.0, so no two
+// make a range) and ports TCP ports (every other from 1000): every peer
+// with every port.
 func PeersPortsPolicy(peers, ports int) []source.Object {
 	var rule networkingv1.NetworkPolicyIngressRule
 	for i := range peers {
-		cidr := fmt.Sprintf("198.19.%d.%d/32", i/256%256, i%256)
+		cidr := fmt.Sprintf("198.19.%d.%d/32", 2*i/256%256, 2*i%256)
 		rule.From = append(rule.From, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: cidr}})
 	}
 	tcp := corev1.ProtocolTCP

@@ -2,10 +2,12 @@ package nft_test
 
 import (
 	"context"
+	"net/netip"
 	"os/exec"
 	"strings"
 	"testing"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/knftables"
 
 	"github.com/netpol/netpol/internal/compile"
@@ -117,4 +119,75 @@ func BenchmarkAdversarialExceptsRuleset(b *testing.B) {
 	}
 	_, elements := rulesetSize(text)
 	b.ReportMetric(float64(elements), "elements")
+}
+
+// exceptsIR is the IR of the 56 KB policy of 2,000 exceptions spread over
+// fd00::/8, with its ipBlock's set.
+func exceptsIR(t *testing.T) (*compile.IR, *compile.AddrSet) {
+	t.Helper()
+	ir := compileObjects(t, synth.ExceptPolicy(2000))
+	if len(ir.Sets) != 1 {
+		t.Fatalf("%d sets, want 1", len(ir.Sets))
+	}
+	return ir, ir.Sets[0]
+}
+
+// TestAdversarialExceptsRuleset: the ipBlock of 2,000 exceptions is 2,001
+// ranges in the kernel, one between each two exceptions (218,060 elements,
+// one per prefix of the difference, took nft 19.5 s and 630 MB to load).
+func TestAdversarialExceptsRuleset(t *testing.T) {
+	empty, err := nft.Ruleset(&compile.IR{Node: synth.HostileNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, baseElements := rulesetSize(empty)
+	ir, _ := exceptsIR(t)
+	text, err := nft.Ruleset(ir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The ranges, and the pod's entry in the ingress map.
+	if _, elements := rulesetSize(text); elements-baseElements != 2002 {
+		t.Errorf("%d elements beyond an empty table's %d, want 2,002 (2,001 ranges, the pod's map entry)", elements-baseElements, baseElements)
+	}
+}
+
+// TestLabAdversarialExceptsKernel: the kernel takes the 2,001 ranges, and
+// holds the addresses between the exceptions and not the exceptions.
+func TestLabAdversarialExceptsKernel(t *testing.T) {
+	ir, set := exceptsIR(t)
+	var except []netip.Prefix
+	for _, o := range synth.ExceptPolicy(2000) {
+		if np, ok := o.Value.(*networkingv1.NetworkPolicy); ok {
+			for _, e := range np.Spec.Ingress[0].From[0].IPBlock.Except {
+				except = append(except, netip.MustParsePrefix(e))
+			}
+		}
+	}
+	inNewNetns(t, func(nf knftables.Interface) {
+		ctx := context.Background()
+		if _, err := nft.New(nf).Sync(ctx, ir); err != nil {
+			t.Fatal(err)
+		}
+		els, err := nf.ListElements(ctx, "set", set.Name+"-6")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(els) != 2001 {
+			t.Errorf("the kernel's set holds %d elements, want 2001", len(els))
+		}
+		has := func(a netip.Addr) bool {
+			err := exec.Command("nft", "get", "element", "inet", nft.TableName, set.Name+"-6", "{ "+a.String()+" }").Run()
+			return err == nil
+		}
+		for _, i := range []int{0, 1, 999, 1999} {
+			a := except[i].Addr()
+			if has(a) {
+				t.Errorf("exception %v is in the kernel's set", a)
+			}
+			if !has(a.Prev()) || !has(a.Next()) {
+				t.Errorf("the neighbours of exception %v are not both in the kernel's set", a)
+			}
+		}
+	})
 }

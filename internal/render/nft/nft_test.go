@@ -67,7 +67,7 @@ func compileYAML(t *testing.T, yaml string) *compile.IR {
 }
 
 // TestRulesetText pins the rules of a NetworkPolicy table: one rule per
-// family and port range over one set of the rule's peers (named ports resolved: http is 8080 on the
+// set of peers (pods, ipBlocks), family and port range (named ports resolved: http is 8080 on the
 // pod), the isolation drop last.
 func TestRulesetText(t *testing.T) {
 	ir := compileYAML(t, cluster)
@@ -87,19 +87,26 @@ func TestRulesetText(t *testing.T) {
 	for _, r := range rules {
 		got = append(got, r.Rule)
 	}
-	peers := ir.Tables[0].Rules[0].Peer
+	peerB, cidr := ir.Tables[0].Rules[0].Peer, ir.Tables[0].Rules[1].Peer
 	want := []string{
-		"ip saddr @" + peers + "-4 meta l4proto tcp th dport 8080 return",
-		"ip saddr @" + peers + "-4 meta l4proto tcp th dport 9000-9100 return",
-		"ip6 saddr @" + peers + "-6 meta l4proto tcp th dport 8080 return",
-		"ip6 saddr @" + peers + "-6 meta l4proto tcp th dport 9000-9100 return",
+		"ip saddr @" + peerB + "-4 meta l4proto tcp th dport 8080 return",
+		"ip saddr @" + peerB + "-4 meta l4proto tcp th dport 9000-9100 return",
+		"ip6 saddr @" + peerB + "-6 meta l4proto tcp th dport 8080 return",
+		"ip6 saddr @" + peerB + "-6 meta l4proto tcp th dport 9000-9100 return",
+		"ip saddr @" + cidr + "-4 meta l4proto tcp th dport 8080 return",
+		"ip saddr @" + cidr + "-4 meta l4proto tcp th dport 9000-9100 return",
+		"ip6 saddr @" + cidr + "-6 meta l4proto tcp th dport 8080 return",
+		"ip6 saddr @" + cidr + "-6 meta l4proto tcp th dport 9000-9100 return",
 		"drop",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("chain %s:\n%s\nwant:\n%s", chain, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if els := elements(t, fake, peers+"-4"); els != "198.18.1.2,198.18.2.0/25" {
-		t.Errorf("peers' set = %s, want 198.18.1.2 (pod b) and 198.18.2.0/25 (the /24 minus the upper /25)", els)
+	if els := elements(t, fake, cidr+"-4"); els != "198.18.2.0/25" {
+		t.Errorf("CIDR set = %s, want 198.18.2.0/25 (the /24 minus the upper /25)", els)
+	}
+	if els := elements(t, fake, peerB+"-4"); els != "198.18.1.2" {
+		t.Errorf("pod set = %s, want 198.18.1.2", els)
 	}
 	if m, _ := fake.ListElements(context.Background(), "map", "ingress-4"); len(m) != 1 || m[0].Key[0] != "198.18.1.1" || m[0].Value[0] != "jump "+chain {
 		t.Errorf("ingress-4 map = %v, want only 198.18.1.1 : jump %s", m, chain)
@@ -277,9 +284,9 @@ func TestBatchDeletesWhatTheChangeLeaves(t *testing.T) {
 	}
 	old := first.Tables[0].Name // a's table
 	// Without the ipBlock peer, a's table changes (a new chain) and the
-	// set of both peers is no longer used.
+	// CIDR's set is no longer used.
 	next := compileYAML(t, strings.Replace(cluster, ", {ipBlock: {cidr: 198.18.2.0/24, except: [198.18.2.128/25]}}", "", 1))
-	both := first.Tables[0].Rules[0].Peer
+	cidr := first.Tables[0].Rules[1].Peer
 	st, err := r.Sync(ctx, next)
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +294,7 @@ func TestBatchDeletesWhatTheChangeLeaves(t *testing.T) {
 	if !st.Netlink || st.Chains != 1 {
 		t.Fatalf("%+v, want one chain written and the elements over netlink", st)
 	}
-	want := dataplane.Unused{Chains: []string{old}, Sets: []string{both + "-4", both + "-6"}}
+	want := dataplane.Unused{Chains: []string{old}, Sets: []string{cidr + "-4", cidr + "-6"}}
 	if len(sink.unused) != 1 || !slices.Equal(sink.unused[0].Chains, want.Chains) || !slices.Equal(sink.unused[0].Sets, want.Sets) {
 		t.Errorf("batches deleted %+v, want one batch deleting %+v", sink.unused, want)
 	}
@@ -308,12 +315,12 @@ func TestDeleteLaterSplitsTheBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := first.Tables[0].Name
-	both := first.Tables[0].Rules[0].Peer // the set of both peers
+	cidr := first.Tables[0].Rules[1].Peer
 	next := compileYAML(t, strings.Replace(cluster, ", {ipBlock: {cidr: 198.18.2.0/24, except: [198.18.2.128/25]}}", "", 1))
 	if _, err := r.Sync(ctx, next); err != nil {
 		t.Fatal(err)
 	}
-	want := dataplane.Unused{Chains: []string{old}, Sets: []string{both + "-4", both + "-6"}}
+	want := dataplane.Unused{Chains: []string{old}, Sets: []string{cidr + "-4", cidr + "-6"}}
 	if len(sink.unused) != 2 || len(sink.unused[0].Chains)+len(sink.unused[0].Sets) != 0 ||
 		!slices.Equal(sink.unused[1].Chains, want.Chains) || !slices.Equal(sink.unused[1].Sets, want.Sets) {
 		t.Errorf("batches deleted %+v, want a batch deleting nothing, then one deleting %+v", sink.unused, want)

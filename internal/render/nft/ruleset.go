@@ -137,12 +137,12 @@ func (b *builder) build(ir *compile.IR) *ruleset {
 		}
 		v4 := &container{typ: "ipv4_addr", interval: true, elements: map[string]string{}, comment: s.Key}
 		v6 := &container{typ: "ipv6_addr", interval: true, elements: map[string]string{}, comment: s.Key}
-		for _, p := range s.Prefixes {
+		for _, key := range addrElements(s) {
 			c := v4
-			if !p.Addr().Is4() {
+			if strings.Contains(key, ":") {
 				c = v6
 			}
-			c.elements[prefixString(p)] = ""
+			c.elements[key] = ""
 		}
 		rs.sets[s.Name+"-4"], rs.sets[s.Name+"-6"] = v4, v6
 		sets[s.Name] = builtSet{s.Prefixes, v4, v6}
@@ -342,6 +342,50 @@ func family(ip netip.Addr) string {
 		return "4"
 	}
 	return "6"
+}
+
+// addrElements are the elements of an address set: its prefixes, or for a
+// static set (compile.AddrSet.Static) its runs of neighbouring prefixes,
+// each one range. A block with 2,000 exceptions spread over it is 2,001
+// ranges, where its 218,048 prefixes took nft 19.5 s and 630 MB to load.
+// A pod's address stays an element of its own: a pod joining a selector is
+// one element added, never a range split.
+func addrElements(s *compile.AddrSet) []string {
+	out := make([]string, 0, len(s.Prefixes))
+	if !s.Static {
+		for _, p := range s.Prefixes {
+			out = append(out, prefixString(p))
+		}
+		return out
+	}
+	for i := 0; i < len(s.Prefixes); {
+		first, last := s.Prefixes[i], lastAddr(s.Prefixes[i])
+		j := i + 1
+		for ; j < len(s.Prefixes); j++ {
+			next := last.Next()
+			if !next.IsValid() || s.Prefixes[j].Addr() != next {
+				break
+			}
+			last = lastAddr(s.Prefixes[j])
+		}
+		if j == i+1 {
+			out = append(out, prefixString(first))
+		} else {
+			out = append(out, first.Addr().String()+"-"+last.String())
+		}
+		i = j
+	}
+	return out
+}
+
+// lastAddr is the last address of p (masked).
+func lastAddr(p netip.Prefix) netip.Addr {
+	a := p.Masked().Addr().AsSlice()
+	for bit := p.Bits(); bit < len(a)*8; bit++ {
+		a[bit/8] |= 0x80 >> (bit % 8)
+	}
+	last, _ := netip.AddrFromSlice(a)
+	return last
 }
 
 func prefixString(p netip.Prefix) string {
