@@ -23,6 +23,7 @@ type metrics struct {
 	elements prometheus.Gauge
 	pods     prometheus.Gauge
 	invalid  prometheus.Gauge
+	refused  prometheus.Gauge
 	errors   *prometheus.CounterVec
 	cut      prometheus.Counter
 	drift    prometheus.Counter
@@ -53,6 +54,8 @@ func newMetrics() *metrics {
 		elements: prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_nft_set_elements", Help: "Elements in those sets and maps."}),
 		pods:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_local_pods", Help: "Pods of this node that the agent programs."}),
 		invalid:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_invalid_objects", Help: "Objects left out of enforcement because they are invalid."}),
+		refused: prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_policies_refused",
+			Help: "NetworkPolicies this node programs as allowing nothing because they are too large; their pods stay isolated."}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "netpol_errors_total",
 			Help: "Failed passes by stage: input, kernel, status, dns."}, []string{"stage"}),
 		cut: prometheus.NewCounter(prometheus.CounterOpts{Name: "netpol_conntrack_entries_cut_total",
@@ -62,7 +65,7 @@ func newMetrics() *metrics {
 		Help: "Times the agent found its nftables table changed by someone else and programmed it again."})
 	m.failing = prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_sync_failures_in_a_row",
 		Help: "Passes failed since the last good one (0: the kernel enforces the input); retries back off."})
-	m.registry.MustRegister(m.sync, m.latency, m.chains, m.rules, m.sets, m.elements, m.pods, m.invalid, m.errors, m.cut,
+	m.registry.MustRegister(m.sync, m.latency, m.chains, m.rules, m.sets, m.elements, m.pods, m.invalid, m.refused, m.errors, m.cut,
 		m.drift, m.failing,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	for _, stage := range []string{stageInput, stageKernel, stageStatus, stageDNS} {

@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -37,6 +38,9 @@ type Compiler struct {
 	// Record logs every new connection of the node's pods, allowed or
 	// denied, for the agent's record of observed traffic (IR.Record).
 	Record bool
+	// MaxPolicyTerms: a NetworkPolicy with more terms is refused
+	// (limits.go); 0 is DefaultMaxPolicyTerms.
+	MaxPolicyTerms int
 
 	last       map[string]cachedSet // by set name
 	lastTables map[tableKey]cachedTable
@@ -50,10 +54,11 @@ type tableKey struct {
 }
 
 // cachedTable is a pod's table (nil when no policy applies) with the peers
-// whose sets its rules name.
+// whose sets its rules name and the policies it leaves out as refused.
 type cachedTable struct {
-	table *Table // its Pods left empty
-	uses  []setUse
+	table   *Table // its Pods left empty
+	uses    []setUse
+	refused []*Refusal
 }
 
 // setUse is a set a table names: the addresses of the peers of a rule, the
@@ -100,7 +105,8 @@ func (c *nodeCompile) reuse(name, key string, pods iter.Seq[*state.Pod], ports b
 // Node compiles the IR of node.
 func (k *Compiler) Node(e *engine.Engine, node string) *IR {
 	c := &nodeCompile{e: e, ir: &IR{Node: node, Record: k.Record}, tables: map[string]*Table{}, sets: map[string]*AddrSet{}, endpoints: map[string]*EndpointSet{},
-		domains:     map[string]*DomainSet{},
+		domains:  map[string]*DomainSet{},
+		refusals: map[*policy.Policy]*Refusal{}, maxTerms: cmp.Or(k.MaxPolicyTerms, DefaultMaxPolicyTerms),
 		auditDenies: k.AuditDenies, last: k.last, next: map[string]cachedSet{},
 		lastTables: k.lastTables, nextTables: map[tableKey]cachedTable{}}
 	defer func() { k.last, k.lastTables = c.next, c.nextTables }()
@@ -125,6 +131,10 @@ func (k *Compiler) Node(e *engine.Engine, node string) *IR {
 	for _, s := range c.domains {
 		c.ir.DomainSets = append(c.ir.DomainSets, s)
 	}
+	for _, r := range c.refused {
+		c.ir.Refused = append(c.ir.Refused, r)
+	}
+	sort.Slice(c.ir.Refused, func(i, j int) bool { return c.ir.Refused[i].Policy.String() < c.ir.Refused[j].Policy.String() })
 	sort.Slice(c.ir.DomainSets, func(i, j int) bool { return c.ir.DomainSets[i].Name < c.ir.DomainSets[j].Name })
 	sort.Slice(c.ir.Tables, func(i, j int) bool { return c.ir.Tables[i].Name < c.ir.Tables[j].Name })
 	sort.Slice(c.ir.Sets, func(i, j int) bool { return c.ir.Sets[i].Name < c.ir.Sets[j].Name })
@@ -136,19 +146,25 @@ func (k *Compiler) Node(e *engine.Engine, node string) *IR {
 // name while it does, and the sets and tables it may take from the last
 // call.
 type nodeCompile struct {
-	e           *engine.Engine
-	ir          *IR
-	tables      map[string]*Table // by name (a hash of the content)
-	sets        map[string]*AddrSet
-	endpoints   map[string]*EndpointSet
-	domains     map[string]*DomainSet
-	auditedNP   map[policy.Ref]bool // NetworkPolicies that log their denies; nil until needed
+	e         *engine.Engine
+	ir        *IR
+	tables    map[string]*Table // by name (a hash of the content)
+	sets      map[string]*AddrSet
+	endpoints map[string]*EndpointSet
+	domains   map[string]*DomainSet
+	auditedNP map[policy.Ref]bool // NetworkPolicies that log their denies; nil until needed
+	// refusals are the policies looked at, with their refusal (nil: not
+	// refused); refused those refused in this IR.
+	refusals    map[*policy.Policy]*Refusal
+	refused     map[policy.Ref]*Refusal
+	maxTerms    int
 	auditDenies bool
 	// last are the sets and tables of the previous IR that may be reused,
 	// next those of this IR that the next one may reuse.
 	last, next             map[string]cachedSet
 	lastTables, nextTables map[tableKey]cachedTable
-	uses                   []setUse // of the table being compiled
+	uses                   []setUse   // of the table being compiled
+	tableRefused           []*Refusal // of the table being compiled
 }
 
 // table compiles one direction of pod and returns the name of its table,
@@ -157,9 +173,9 @@ func (c *nodeCompile) table(pod *state.Pod, dir policy.Direction) string {
 	key := tableKey{c.e.ProgramKey(pod), pod, dir}
 	ct, ok := c.lastTables[key]
 	if !ok {
-		c.uses = nil
+		c.uses, c.tableRefused = nil, nil
 		ct = cachedTable{table: c.compileTable(pod, dir)}
-		ct.uses = c.uses
+		ct.uses, ct.refused = c.uses, c.tableRefused
 	} else {
 		for i := range ct.uses {
 			u := &ct.uses[i]
@@ -175,6 +191,12 @@ func (c *nodeCompile) table(pod *state.Pod, dir policy.Direction) string {
 				c.addrSet(u.peers)
 			}
 		}
+	}
+	for _, r := range ct.refused {
+		if c.refused == nil {
+			c.refused = map[policy.Ref]*Refusal{}
+		}
+		c.refused[r.Policy] = r
 	}
 	c.nextTables[key] = ct
 	if ct.table == nil {
@@ -231,6 +253,12 @@ func (c *nodeCompile) rules(out []Rule, pod *state.Pod, dir policy.Direction, ti
 	}
 	if !r.AllPorts && len(r.Ports) == 0 {
 		return out // an Allow that fails closed: matches nothing
+	}
+	if refused := c.refusal(ar.Policy); refused != nil {
+		if !slices.Contains(c.tableRefused, refused) {
+			c.tableRefused = append(c.tableRefused, refused)
+		}
+		return out // allows nothing; its isolation is the table's default
 	}
 	var ranges []l4.Range
 	var named []policy.PortMatch

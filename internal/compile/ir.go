@@ -33,6 +33,9 @@ type IR struct {
 	// verdict it met, for the record of observed traffic (package observed).
 	// It changes no verdict.
 	Record bool `json:"record,omitempty"`
+	// Refused are the NetworkPolicies left out as too large (limits.go):
+	// they isolate their pods and allow nothing.
+	Refused []*Refusal `json:"refused,omitempty"`
 }
 
 // LocalPod binds a pod's addresses to its tables. An empty table name means

@@ -104,3 +104,22 @@ func hostile(rule networkingv1.NetworkPolicyIngressRule) []source.Object {
 		}),
 	}
 }
+
+// AllowFrom is a NetworkPolicy of the hostile tenant's namespace, name, that
+// selects all its pods and allows them from cidr on TCP port: the tenant's
+// ordinary policy beside a hostile one.
+func AllowFrom(name, cidr string, port int32) source.Object {
+	tcp := corev1.ProtocolTCP
+	p := intstr.FromInt32(port)
+	return source.Object{Origin: diag.Origin{File: "generated/hostile", Doc: 2}, Kind: "NetworkPolicy", Namespace: HostileNamespace, Name: name,
+		Value: &networkingv1.NetworkPolicy{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: HostileNamespace},
+			Spec: networkingv1.NetworkPolicySpec{
+				Ingress: []networkingv1.NetworkPolicyIngressRule{{
+					From:  []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: cidr}}},
+					Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &p}},
+				}},
+			},
+		}}
+}
