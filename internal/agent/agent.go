@@ -359,7 +359,7 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 	}
 	ir := a.compiler.Node(e, a.cfg.Node)
 	diags = append(diags, a.refused(ir.Refused)...)
-	compile.AddStaged(ir, e)
+	a.compiler.AddStaged(ir, e)
 	if a.cfg.Audit != nil {
 		// Before the kernel logs with the new rules; the auditor keeps the
 		// previous ones for packets logged before the change.

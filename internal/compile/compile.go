@@ -44,6 +44,7 @@ type Compiler struct {
 
 	last       map[string]cachedSet // by set name
 	lastTables map[tableKey]cachedTable
+	names      *namer // names.go
 }
 
 // tableKey is what a table compiled for one pod depends on.
@@ -57,6 +58,7 @@ type tableKey struct {
 // whose sets its rules name and the policies it leaves out as refused.
 type cachedTable struct {
 	table   *Table // its Pods left empty
+	nameKey string // what its name stands for (tableName)
 	uses    []setUse
 	refused []*Refusal
 }
@@ -104,7 +106,16 @@ func (c *nodeCompile) reuse(name, key string, pods iter.Seq[*state.Pod], ports b
 
 // Node compiles the IR of node.
 func (k *Compiler) Node(e *engine.Engine, node string) *IR {
-	c := &nodeCompile{e: e, ir: &IR{Node: node, Record: k.Record}, tables: map[string]*Table{}, sets: map[string]*AddrSet{}, endpoints: map[string]*EndpointSet{},
+	if k.names == nil {
+		k.names = newNamer()
+	}
+	k.names.roll()
+	return k.node(e, node)
+}
+
+// node compiles the IR of node in the namer's current pass.
+func (k *Compiler) node(e *engine.Engine, node string) *IR {
+	c := &nodeCompile{names: k.names, e: e, ir: &IR{Node: node, Record: k.Record}, tables: map[string]*Table{}, sets: map[string]*AddrSet{}, endpoints: map[string]*EndpointSet{},
 		domains:  map[string]*DomainSet{},
 		refusals: map[*policy.Policy]*Refusal{}, maxTerms: cmp.Or(k.MaxPolicyTerms, DefaultMaxPolicyTerms),
 		auditDenies: k.AuditDenies, last: k.last, next: map[string]cachedSet{},
@@ -146,6 +157,7 @@ func (k *Compiler) Node(e *engine.Engine, node string) *IR {
 // name while it does, and the sets and tables it may take from the last
 // call.
 type nodeCompile struct {
+	names     *namer
 	e         *engine.Engine
 	ir        *IR
 	tables    map[string]*Table // by name (a hash of the content)
@@ -176,6 +188,9 @@ func (c *nodeCompile) table(pod *state.Pod, dir policy.Direction) string {
 		c.uses, c.tableRefused = nil, nil
 		ct = cachedTable{table: c.compileTable(pod, dir)}
 		ct.uses, ct.refused = c.uses, c.tableRefused
+		if ct.table != nil {
+			ct.nameKey = tableText(ct.table)
+		}
 	} else {
 		for i := range ct.uses {
 			u := &ct.uses[i]
@@ -190,6 +205,11 @@ func (c *nodeCompile) table(pod *state.Pod, dir policy.Direction) string {
 			default:
 				c.addrSet(u.peers)
 			}
+		}
+		// The names of the last pass, kept for this one.
+		if t := ct.table; t != nil {
+			c.names.name(tablePrefix(t), ct.nameKey)
+			keepAudits(c.names, t)
 		}
 	}
 	for _, r := range ct.refused {
@@ -227,13 +247,13 @@ func (c *nodeCompile) compileTable(pod *state.Pod, dir policy.Direction) *Table 
 	if rest, by := prog.Rest(); rest == engine.Deny {
 		t.Default, t.IsolatedBy = Drop, by
 		if c.isolationAudited(by) {
-			t.DefaultAudit = isolationAudit(dir, by)
+			t.DefaultAudit = isolationAudit(c.names, dir, by)
 		}
 	}
 	if c.auditDenies {
-		auditDenies(t)
+		auditDenies(c.names, t)
 	}
-	t.Name = tableName(t)
+	t.Name = tableName(c.names, t)
 	return t
 }
 
@@ -249,7 +269,7 @@ func (c *nodeCompile) rules(out []Rule, pod *state.Pod, dir policy.Direction, ti
 	base := Rule{Tier: tier, Action: action(tier, ar.Outcome()),
 		From: RuleRef{Tier: tier.String(), Policy: ar.Policy.Ref, Rule: r.Label()}}
 	if ar.Policy.Audit.Logs(r.Action) {
-		base.Audit = ruleAudit(dir, base)
+		base.Audit = ruleAudit(c.names, dir, base)
 	}
 	if !r.AllPorts && len(r.Ports) == 0 {
 		return out // an Allow that fails closed: matches nothing
@@ -388,7 +408,7 @@ func peerPods(peers []engine.PeerSet) iter.Seq[*state.Pod] {
 func (c *nodeCompile) addrSet(peers []engine.PeerSet) string {
 	peers = uniquePeers(peers)
 	key := peersKey(peers)
-	name := "a-" + shortHash(key)
+	name := c.names.name("a-", key)
 	if _, ok := c.sets[name]; ok {
 		return name
 	}
@@ -432,9 +452,10 @@ func (c *nodeCompile) addrSet(peers []engine.PeerSet) string {
 // peers (of one rule), creating it (empty: the agent fills it).
 func (c *nodeCompile) domainSet(peers []engine.PeerSet) string {
 	peers = uniquePeers(peers)
-	name := DomainSetPrefix + shortHash(peersKey(peers))
+	key := peersKey(peers)
+	name := c.names.name(DomainSetPrefix, key)
 	if _, ok := c.domains[name]; !ok {
-		s := &DomainSet{Name: name}
+		s := &DomainSet{Name: name, Key: key}
 		seen := map[string]bool{}
 		for _, peer := range peers {
 			for _, p := range peer.Domains {
@@ -464,7 +485,7 @@ func (c *nodeCompile) endpointSet(peers []engine.PeerSet, named []policy.PortMat
 	if len(peers) == 1 && peers[0].Kind == 0 {
 		key = "port " + strings.Join(names, ",") + " of all pods"
 	}
-	name := "e-" + shortHash(key)
+	name := c.names.name("e-", key)
 	if _, ok := c.endpoints[name]; ok {
 		return name
 	}
@@ -539,12 +560,32 @@ func (c *nodeCompile) endpointSet(peers []engine.PeerSet, named []policy.PortMat
 	return name
 }
 
-// tableName is a hash of everything that makes the table behave as it does
-// and log what it logs, so that equal tables get equal names on every node
-// and every run, and a table whose rules or audits change gets a new name
-// (the renderer keeps the chains of a name it has seen). It is written out
-// by hand: fmt took half of a 10k-pod node's compile.
-func tableName(t *Table) string {
+// tableName names a table after everything that makes it behave as it
+// does and log what it logs (tableText), so that equal tables get equal
+// names on every node and every run, and a table whose rules or audits
+// change gets a new name (the renderer keeps the chains of a name it has
+// seen); names gives no two tables one name.
+func tableName(names *namer, t *Table) string {
+	return names.name(tablePrefix(t), tableText(t))
+}
+
+// tablePrefix starts the names of the tables of t's kind: "in-", "eg-",
+// and "st-" before either for log-only ones.
+func tablePrefix(t *Table) string {
+	prefix := "in-"
+	if t.Dir == policy.Egress {
+		prefix = "eg-"
+	}
+	if t.LogOnly {
+		prefix = "st-" + prefix
+	}
+	return prefix
+}
+
+// tableText is everything that makes t behave as it does and log what it
+// logs. It is written out by hand: fmt took half of a 10k-pod node's
+// compile.
+func tableText(t *Table) string {
 	b := make([]byte, 0, 64+96*len(t.Rules))
 	b = append(append(append(b, t.Dir.String()...), ' '), t.Default...)
 	for _, r := range t.IsolatedBy {
@@ -569,12 +610,7 @@ func tableName(t *Table) string {
 		b = append(append(append(append(b, ' '), r.From.Policy.String()...), ' '), r.From.Rule...)
 		b = appendAudit(b, r.Audit)
 	}
-	prefix := "in-"
-	if t.Dir == policy.Egress {
-		prefix = "eg-"
-	}
-	h := sha256.Sum256(b)
-	return prefix + hex.EncodeToString(h[:6])
+	return string(b)
 }
 
 func appendAudit(b []byte, a *Audit) []byte {
@@ -584,7 +620,9 @@ func appendAudit(b []byte, a *Audit) []byte {
 	return append(append(b, " log "...), a.ID...)
 }
 
-func shortHash(s string) string {
+// shortHash is 48 bits of a hash of s, as 12 hex digits; a variable so
+// that a test can make two keys collide (export_test.go).
+var shortHash = func(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:6])
 }

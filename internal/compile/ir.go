@@ -140,6 +140,7 @@ const DomainSetPrefix = "d-"
 // renderer keeps what was learned across its syncs.
 type DomainSet struct {
 	Name     string   `json:"name"`
+	Key      string   `json:"key"`
 	Patterns []string `json:"patterns"` // as written: "api.example.com", "*.example.org"
 }
 
