@@ -2,6 +2,7 @@ package compile_test
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/netpol/netpol/internal/compile"
@@ -122,5 +123,9 @@ func TestAdversarialRefusedPolicyFailsClosed(t *testing.T) {
 	want := "NetworkPolicy tenant/hostile has 10002 peers, ipBlock exceptions and ports, more than the 10000 a node programs: refused; it isolates the pods it selects and allows nothing"
 	if len(ir.Refused) != 1 || ir.Refused[0].Error() != want {
 		t.Errorf("refused %v, want one: %s", ir.Refused, want)
+	}
+	var text strings.Builder
+	if err := compile.WriteText(&text, ir); err != nil || !strings.Contains(text.String(), "\nrefused: "+want+"\n") {
+		t.Errorf("netpol compile's text (%v) does not say: refused: %s", err, want)
 	}
 }
