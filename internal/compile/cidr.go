@@ -51,6 +51,17 @@ func subtractSorted(p netip.Prefix, except []netip.Prefix, out *[]netip.Prefix) 
 	subtractSorted(hi, except[i:], out)
 }
 
+// LastAddr is the last address of p: where a range of p ends (renderers
+// write neighbouring prefixes as one range).
+func LastAddr(p netip.Prefix) netip.Addr {
+	a := p.Masked().Addr().AsSlice()
+	for bit := p.Bits(); bit < len(a)*8; bit++ {
+		a[bit/8] |= 0x80 >> (bit % 8)
+	}
+	last, _ := netip.AddrFromSlice(a)
+	return last
+}
+
 // halves splits p into its two prefixes one bit longer.
 func halves(p netip.Prefix) (lo, hi netip.Prefix) {
 	bits := p.Bits() + 1

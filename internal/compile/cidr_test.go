@@ -84,7 +84,7 @@ func TestAdversarialSubtractSpread(t *testing.T) {
 		}
 		if i%20 == 0 { // the reference is slow: a sample of the edges
 			byAddr[p.Addr()] = true
-			byAddr[lastAddr(p)] = true
+			byAddr[LastAddr(p)] = true
 		}
 	}
 	sorted := Normalize(got)
@@ -101,14 +101,4 @@ func TestAdversarialSubtractSpread(t *testing.T) {
 			t.Fatalf("%v: in the difference %v, in the block %v", a, has, want)
 		}
 	}
-}
-
-// lastAddr is the last address of p.
-func lastAddr(p netip.Prefix) netip.Addr {
-	a := p.Masked().Addr().AsSlice()
-	for bit := p.Bits(); bit < len(a)*8; bit++ {
-		a[bit/8] |= 0x80 >> (bit % 8)
-	}
-	last, _ := netip.AddrFromSlice(a)
-	return last
 }

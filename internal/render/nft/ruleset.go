@@ -359,14 +359,14 @@ func addrElements(s *compile.AddrSet) []string {
 		return out
 	}
 	for i := 0; i < len(s.Prefixes); {
-		first, last := s.Prefixes[i], lastAddr(s.Prefixes[i])
+		first, last := s.Prefixes[i], compile.LastAddr(s.Prefixes[i])
 		j := i + 1
 		for ; j < len(s.Prefixes); j++ {
 			next := last.Next()
 			if !next.IsValid() || s.Prefixes[j].Addr() != next {
 				break
 			}
-			last = lastAddr(s.Prefixes[j])
+			last = compile.LastAddr(s.Prefixes[j])
 		}
 		if j == i+1 {
 			out = append(out, prefixString(first))
@@ -376,16 +376,6 @@ func addrElements(s *compile.AddrSet) []string {
 		i = j
 	}
 	return out
-}
-
-// lastAddr is the last address of p (masked).
-func lastAddr(p netip.Prefix) netip.Addr {
-	a := p.Masked().Addr().AsSlice()
-	for bit := p.Bits(); bit < len(a)*8; bit++ {
-		a[bit/8] |= 0x80 >> (bit % 8)
-	}
-	last, _ := netip.AddrFromSlice(a)
-	return last
 }
 
 func prefixString(p netip.Prefix) string {
