@@ -7,10 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/knftables"
 
 	"github.com/netpol/netpol/internal/compile"
+	"github.com/netpol/netpol/internal/dataplane"
 	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/source"
@@ -188,6 +190,34 @@ func TestLabAdversarialExceptsKernel(t *testing.T) {
 			if !has(a.Prev()) || !has(a.Next()) {
 				t.Errorf("the neighbours of exception %v are not both in the kernel's set", a)
 			}
+		}
+	})
+}
+
+// TestLabAdversarialHostileUpdates: a running node whose element changes
+// go over netlink takes the hostile policies as updates too (the ranges of
+// a static set go through nft, which speaks them), and after each its
+// kernel holds what nft loads from scratch for the same IR.
+func TestLabAdversarialHostileUpdates(t *testing.T) {
+	quiet := compileObjects(t, synth.PeersPortsPolicy(1, 1))
+	inNewNetns(t, func(nf knftables.Interface) {
+		r := nft.New(nf)
+		r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
+		r.ListObjectsWith(dataplane.Objects{Family: unix.NFPROTO_INET, Table: nft.TableName})
+		ctx := context.Background()
+		for _, step := range []struct {
+			name string
+			ir   *compile.IR
+		}{
+			{"a small policy", quiet},
+			{"2,000 exceptions", compileObjects(t, synth.ExceptPolicy(2000))},
+			{"1,000 peers x 1,000 ports", compileObjects(t, synth.PeersPortsPolicy(1000, 1000))},
+			{"the small policy again", quiet},
+		} {
+			if _, err := r.Sync(ctx, step.ir); err != nil {
+				t.Fatalf("%s: %v", step.name, err)
+			}
+			compareWithScratch(t, step.name, step.ir)
 		}
 	})
 }
