@@ -132,13 +132,17 @@ type Status struct {
 	// Repaired counts the times the agent found its table changed by
 	// someone else and programmed it again; Drift says what it found
 	// last.
-	Repaired int         `json:"driftRepaired"`
-	Drift    string      `json:"drift,omitempty"`
-	Pods     int         `json:"localPods"`
-	Tables   int         `json:"tables"`
-	Time     time.Time   `json:"time"`
-	Took     string      `json:"took"`
-	IR       *compile.IR `json:"-"`
+	Repaired int    `json:"driftRepaired"`
+	Drift    string `json:"drift,omitempty"`
+	// Refused are the NetworkPolicies this node does not program as
+	// written because they are too large (compile.Refusal): each isolates
+	// its pods and allows nothing.
+	Refused []string    `json:"refused,omitempty"`
+	Pods    int         `json:"localPods"`
+	Tables  int         `json:"tables"`
+	Time    time.Time   `json:"time"`
+	Took    string      `json:"took"`
+	IR      *compile.IR `json:"-"`
 }
 
 // Agent runs the loop for one node.
@@ -373,7 +377,8 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 		return a.fail(err)
 	}
 	ir := a.compiler.Node(e, a.cfg.Node)
-	compile.AddStaged(ir, e)
+	diags = append(diags, a.refused(ir.Refused)...)
+	a.compiler.AddStaged(ir, e)
 	if a.cfg.Audit != nil {
 		// Before the kernel logs with the new rules; the auditor keeps the
 		// previous ones for packets logged before the change.
@@ -440,6 +445,26 @@ func (a *Agent) failedClosed(e *engine.Engine, diags diag.List) {
 	}
 	a.status.FailedClosed = why
 	a.health.setFailedClosed(why)
+}
+
+// refused logs the policies that compile refused as too large, when they
+// change, counts them, keeps them in the status, and returns them as
+// findings for the Reporter: errors that name the policy.
+func (a *Agent) refused(refusals []*compile.Refusal) diag.List {
+	var texts []string
+	var out diag.List
+	for _, r := range refusals {
+		texts = append(texts, r.Error())
+		out = append(out, diag.Diagnostic{Severity: diag.Error, Object: r.Policy.String(), Message: r.Error()})
+	}
+	if !slices.Equal(texts, a.status.Refused) {
+		for _, r := range refusals {
+			klog.ErrorS(r, "Policy refused: its pods stay isolated, it allows nothing", "node", a.cfg.Node, "policy", r.Policy.String())
+		}
+	}
+	a.status.Refused = texts
+	a.metrics.refused.Set(float64(len(refusals)))
+	return out
 }
 
 // enforcesOnlyWhatIsKnown reports whether an incomplete input (some

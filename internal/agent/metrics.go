@@ -26,6 +26,7 @@ type metrics struct {
 	invalid  prometheus.Gauge
 	// failedClosed: 1 for each invalid admin policy enforced failed closed.
 	failedClosed *prometheus.GaugeVec
+	refused      prometheus.Gauge
 	errors       *prometheus.CounterVec
 	cut          prometheus.Counter
 	drift        prometheus.Counter
@@ -60,6 +61,8 @@ func newMetrics() *metrics {
 		failedClosed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "netpol_admin_policy_failed_closed",
 			Help: "1 for each invalid admin policy, enforced in its fail-closed form: its invalid rules deny all traffic, an invalid Allow rule matches nothing. The agent is not ready meanwhile."},
 			[]string{"kind", "name"}),
+		refused: prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_policies_refused",
+			Help: "NetworkPolicies this node programs as allowing nothing because they are too large; their pods stay isolated."}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "netpol_errors_total",
 			Help: "Failed passes by stage: input, kernel, status, dns."}, []string{"stage"}),
 		cut: prometheus.NewCounter(prometheus.CounterOpts{Name: "netpol_conntrack_entries_cut_total",
@@ -69,7 +72,7 @@ func newMetrics() *metrics {
 		Help: "Times the agent found its nftables table changed by someone else and programmed it again."})
 	m.failing = prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_sync_failures_in_a_row",
 		Help: "Passes failed since the last good one (0: the kernel enforces the input); retries back off."})
-	m.registry.MustRegister(m.sync, m.latency, m.chains, m.rules, m.sets, m.elements, m.pods, m.invalid, m.failedClosed, m.errors, m.cut,
+	m.registry.MustRegister(m.sync, m.latency, m.chains, m.rules, m.sets, m.elements, m.pods, m.invalid, m.failedClosed, m.refused, m.errors, m.cut,
 		m.drift, m.failing,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	for _, stage := range []string{stageInput, stageKernel, stageStatus, stageDNS} {
