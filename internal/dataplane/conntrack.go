@@ -17,6 +17,7 @@ package dataplane
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 
@@ -30,7 +31,7 @@ import (
 // over netlink.
 type Conntrack struct{}
 
-// Cut deletes the entries (TCP, UDP, SCTP; IPv4 and IPv6) whose connection
+// Cut deletes the entries (TCP, UDP, SCTP, ICMP and ICMPv6; IPv4 and IPv6) whose connection
 // keep rejects, and returns how many it deleted. Each connection is judged
 // as the rules judge it: from the original source to the translated
 // destination (the reply's source), so a connection to a Service address is
@@ -104,6 +105,10 @@ func judged(flow *netlink.ConntrackFlow) (l4.Conn, bool) {
 		proto = l4.UDP
 	case unix.IPPROTO_SCTP:
 		proto = l4.SCTP
+	case unix.IPPROTO_ICMP:
+		proto = l4.ICMP
+	case unix.IPPROTO_ICMPV6:
+		proto = l4.ICMPv6
 	default:
 		return l4.Conn{}, false
 	}
@@ -112,11 +117,32 @@ func judged(flow *netlink.ConntrackFlow) (l4.Conn, bool) {
 	if !ok1 || !ok2 {
 		return l4.Conn{}, false
 	}
+	if proto == l4.ICMP || proto == l4.ICMPv6 {
+		// No ports: the rules that match a ping are those without any.
+		return l4.Conn{Proto: proto, Src: netip.AddrPortFrom(src, 0), Dst: netip.AddrPortFrom(dst, 0)}, true
+	}
 	return l4.Conn{
 		Proto: proto,
 		Src:   netip.AddrPortFrom(src, flow.Forward.SrcPort),
 		Dst:   netip.AddrPortFrom(dst, flow.Reverse.SrcPort),
 	}, true
+}
+
+// LocalAddrs returns the addresses of the current network namespace's
+// interfaces: a connection from one of them is the node's own, which
+// leaves by the output hook, where no policy judges.
+func LocalAddrs() ([]netip.Addr, error) {
+	list, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("listing the node's addresses: %w", err)
+	}
+	out := make([]netip.Addr, 0, len(list))
+	for _, a := range list {
+		if ip, ok := addr(a.IP); ok {
+			out = append(out, ip)
+		}
+	}
+	return out, nil
 }
 
 func addr(ip net.IP) (netip.Addr, bool) {

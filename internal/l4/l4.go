@@ -19,7 +19,15 @@ const (
 	SCTP
 )
 
-// Protocols lists every protocol in a stable order.
+// ICMP and ICMPv6 are protocols that no policy names but connection
+// tracking follows (a ping): only rules without ports match them, in the
+// kernel as in compile's evaluator, so a deny of a peer cuts its pings.
+const (
+	ICMP Protocol = iota + 16
+	ICMPv6
+)
+
+// Protocols lists every protocol a policy can name, in a stable order.
 var Protocols = [...]Protocol{TCP, UDP, SCTP}
 
 func (p Protocol) String() string {
@@ -30,6 +38,10 @@ func (p Protocol) String() string {
 		return "UDP"
 	case SCTP:
 		return "SCTP"
+	case ICMP:
+		return "ICMP"
+	case ICMPv6:
+		return "ICMPv6"
 	}
 	return "Protocol(" + strconv.Itoa(int(p)) + ")"
 }
