@@ -233,9 +233,10 @@ func (a *Agent) judge(ctx context.Context, job cutJob) func(l4.Conn) bool {
 type pair struct {
 	src, dst netip.Addr
 	proto    l4.Protocol
+	number   uint8
 }
 
-func pairOf(c l4.Conn) pair { return pair{c.Src.Addr(), c.Dst.Addr(), c.Proto} }
+func pairOf(c l4.Conn) pair { return pair{c.Src.Addr(), c.Dst.Addr(), c.Proto, c.Number} }
 
 // remember keeps the connections held, to release them when a later
 // change allows them. The memory is bounded: past four times the cut

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -291,7 +292,7 @@ func TestLabAdversarialLinkLocalToNode(t *testing.T) {
 // TestLabAdversarialUnprogrammedPod: a pod that is wired (its namespace,
 // veth and routes exist, as the CNI leaves them) but not yet in the
 // agents' input, as between a pod's start and the agent's next pass, must
-// neither reach nor be reached; once the agents know it, it is judged by
+// neither reach nor be reached (its node's probes excepted); once the agents know it, it is judged by
 // the rules (here: none, so allowed).
 func TestLabAdversarialUnprogrammedPod(t *testing.T) {
 	requireLab(t)
@@ -330,6 +331,23 @@ func TestLabAdversarialUnprogrammedPod(t *testing.T) {
 	}{{late, server.IP}, {late, server.IP6}, {server, late.IP}, {server, late.IP6}} {
 		if ok, err := l.Probe(a.from, a.to, tcp(80)); err != nil || ok {
 			t.Errorf("before the agents know app/late: %s -> %s: connected=%v err=%v, want denied", a.from.Key, a.to, ok, err)
+		}
+	}
+	// The node itself (a kubelet probe) reaches the pod all the same: its
+	// packets leave by the output hook, and the pod's answers are replies.
+	for _, a := range []netip.Addr{late.IP, late.IP6} {
+		var c net.Conn
+		var dialErr error
+		if err := l.InNode(l.Nodes[0], func() error {
+			c, dialErr = (&net.Dialer{Timeout: lab.ProbeTimeout}).Dial("tcp", net.JoinHostPort(a.String(), "80"))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if dialErr != nil {
+			t.Errorf("node-1 (a kubelet probe) -> app/late at %s before it is programmed: %v, want connected", a, dialErr)
+		} else {
+			c.Close()
 		}
 	}
 	if err := l.WriteManifests([]byte(full)); err != nil {
@@ -544,4 +562,74 @@ func BenchmarkLabNewPodWindow(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(window.Milliseconds())/float64(b.N), "ms/window")
+}
+
+// protoExperimental is an IP protocol number for experiments (RFC 3692):
+// conntrack follows it generically, by addresses and protocol, as it does
+// every protocol it has no module for.
+const protoExperimental = 253
+
+// ipArrives sends one datagram of IP protocol proto from pod from to pod
+// to (IPv4, raw sockets) and reports whether it reached to's namespace
+// before lab.ProbeTimeout.
+func ipArrives(t *testing.T, l *lab.Lab, from, to lab.Pod, proto int) bool {
+	t.Helper()
+	network := "ip4:" + strconv.Itoa(proto)
+	var rx, tx *net.IPConn
+	if err := l.InPod(to, func() (err error) { rx, err = net.ListenIP(network, &net.IPAddr{IP: to.IP.AsSlice()}); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	if err := l.InPod(from, func() (err error) {
+		tx, err = net.DialIP(network, &net.IPAddr{IP: from.IP.AsSlice()}, &net.IPAddr{IP: to.IP.AsSlice()})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	marker := binary.BigEndian.AppendUint64(nil, rand.Uint64())
+	if _, err := tx.Write(marker); err != nil {
+		t.Fatal(err)
+	}
+	_ = rx.SetReadDeadline(time.Now().Add(lab.ProbeTimeout))
+	buf := make([]byte, 1500)
+	for {
+		n, _, err := rx.ReadFrom(buf)
+		if isTimeout(err) {
+			return false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == len(marker) && string(buf[:n]) == string(marker) {
+			return true
+		}
+	}
+}
+
+// TestLabAdversarialUnportedProtocolCut: the client and the server
+// exchange datagrams of a protocol without ports, which conntrack follows
+// by address pair; the client's egress is then denied. The client's next
+// datagram must not arrive, nor may it once the server, whose side no
+// policy restricts, has spoken again.
+func TestLabAdversarialUnportedProtocolCut(t *testing.T) {
+	requireLab(t)
+	l := upLab(t, labName("gre"), packetLab)
+	client, server := labPod(t, l, "app/client"), labPod(t, l, "app/server")
+	if !ipArrives(t, l, client, server, protoExperimental) || !ipArrives(t, l, server, client, protoExperimental) {
+		t.Fatal("the pods' datagrams do not arrive before the policy: the probe is broken")
+	}
+	if err := l.WriteManifests([]byte(packetLab + clientEgressDenied)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitProgrammed(context.Background(), 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if ipArrives(t, l, client, server, protoExperimental) {
+		t.Error("after the client's egress was denied, its datagram still reached the server")
+	}
+	ipArrives(t, l, server, client, protoExperimental) // the server speaks next
+	if ipArrives(t, l, client, server, protoExperimental) {
+		t.Error("after the server spoke, the client's datagram reached the server as a reply")
+	}
 }

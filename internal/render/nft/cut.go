@@ -98,11 +98,15 @@ func writeCutRules(tx ops, chain string) {
 	}
 }
 
-// held reports whether a connection of protocol p is held after its cut.
-// A ping needs no hold: conntrack takes only a request as a new
-// connection, so a reply after the cut re-creates nothing, and the next
-// request meets the rules.
-func held(p l4.Protocol) bool { return p == l4.TCP || p == l4.UDP || p == l4.SCTP }
+// The hold a cut connection needs, by protocol: TCP, UDP and SCTP by
+// 5-tuple; other protocols conntrack follows without ports (GRE, ESP:
+// either side's packet can start an entry) by address pair and protocol,
+// which is their conntrack tuple anyway. A ping needs none: conntrack takes
+// only a request as a new connection, so a reply after the cut re-creates
+// nothing, and the next request meets the rules.
+func exactHold(p l4.Protocol) bool { return p == l4.TCP || p == l4.UDP || p == l4.SCTP }
+
+func pairHold(p l4.Protocol) bool { return exactHold(p) || p == l4.Unported }
 
 // Hold adds connections to the cut sets, so that the firewall drops their
 // packets both ways once their conntrack entries are gone. What a cut set
@@ -115,13 +119,11 @@ func (r *Renderer) Hold(ctx context.Context, conns []l4.Conn) error {
 	var exact, pairs []*knftables.Element
 	n := map[string]int{}
 	for _, c := range conns {
-		if !held(c.Proto) {
-			continue
-		}
-		if set := cutSetOf(c); n[set] < CutCapacity {
+		switch set := cutSetOf(c); {
+		case exactHold(c.Proto) && n[set] < CutCapacity:
 			n[set]++
 			exact = append(exact, cutElement(c))
-		} else {
+		case pairHold(c.Proto):
 			pairs = append(pairs, pairElement(c))
 		}
 	}
@@ -129,8 +131,9 @@ func (r *Renderer) Hold(ctx context.Context, conns []l4.Conn) error {
 	if err == nil || len(exact) == 0 {
 		return err
 	}
+	pairs = pairs[:0]
 	for _, c := range conns {
-		if held(c.Proto) {
+		if pairHold(c.Proto) {
 			pairs = append(pairs, pairElement(c))
 		}
 	}
@@ -145,7 +148,7 @@ func (r *Renderer) Hold(ctx context.Context, conns []l4.Conn) error {
 func (r *Renderer) Release(ctx context.Context, conns []l4.Conn) error {
 	var els []*knftables.Element
 	for _, c := range conns {
-		if held(c.Proto) {
+		if exactHold(c.Proto) {
 			els = append(els, cutElement(c))
 		}
 	}
@@ -158,7 +161,7 @@ func (r *Renderer) Release(ctx context.Context, conns []l4.Conn) error {
 func (r *Renderer) ReleasePairs(ctx context.Context, conns []l4.Conn) error {
 	var els []*knftables.Element
 	for _, c := range conns {
-		if held(c.Proto) {
+		if pairHold(c.Proto) {
 			els = append(els, pairElement(c))
 		}
 	}
@@ -184,7 +187,11 @@ func pairElement(c l4.Conn) *knftables.Element {
 	if c.Src.Addr().Is6() {
 		set = cutPairs6
 	}
-	return &knftables.Element{Set: set, Key: []string{c.Src.Addr().String(), c.Dst.Addr().String(), protoName(c.Proto)}}
+	proto := protoName(c.Proto)
+	if c.Proto == l4.Unported {
+		proto = strconv.Itoa(int(c.Number))
+	}
+	return &knftables.Element{Set: set, Key: []string{c.Src.Addr().String(), c.Dst.Addr().String(), proto}}
 }
 
 func (r *Renderer) runElements(ctx context.Context, els []*knftables.Element, release bool) error {

@@ -203,6 +203,14 @@ func TestHoldAndRelease(t *testing.T) {
 	if got4, got6 := cutElements(t, fake, "cut-4"), cutElements(t, fake, "cut-6"); got4 != "198.18.1.1 . 198.18.1.2 . tcp . 40000 . 80" || got6 != "fd00::1 . fd00::2 . sctp . 7 . 9" {
 		t.Errorf("held: cut-4 %q, cut-6 %q", got4, got6)
 	}
+	ping := l4.Conn{Proto: l4.ICMP, Src: netip.MustParseAddrPort("198.18.1.5:0"), Dst: netip.MustParseAddrPort("198.18.1.6:0")}
+	gre := l4.Conn{Proto: l4.Unported, Number: 47, Src: netip.MustParseAddrPort("198.18.1.7:0"), Dst: netip.MustParseAddrPort("198.18.1.8:0")}
+	if err := r.Hold(ctx, []l4.Conn{ping, gre}); err != nil {
+		t.Fatal(err)
+	}
+	if got4, pairs := cutElements(t, fake, "cut-4"), cutElements(t, fake, "cut-pairs-4"); got4 != "198.18.1.1 . 198.18.1.2 . tcp . 40000 . 80" || pairs != "198.18.1.7 . 198.18.1.8 . 47" {
+		t.Errorf("a ping and a GRE tunnel held: cut-4 %q, cut-pairs-4 %q; want no ping (it needs no hold) and the tunnel's pair", got4, pairs)
+	}
 	gone := l4.Conn{Proto: l4.UDP, Src: netip.MustParseAddrPort("198.18.1.3:1"), Dst: netip.MustParseAddrPort("198.18.1.4:2")}
 	if err := r.Release(ctx, []l4.Conn{c4, gone}); err != nil {
 		t.Fatal(err)
