@@ -83,6 +83,17 @@ type Config struct {
 	// Record keeps the record of observed traffic (record.go); nil: the
 	// kernel records nothing.
 	Record Recorder
+	// PodInterfaces are the globs of the node's pod interfaces
+	// (compile.IR.PodInterfaces): packets from or to them must carry an
+	// address of the pod behind the interface, or they are dropped.
+	// PodLink names the interface a local pod's address is routed to
+	// (dataplane.RouteDevice); nil binds no pod to an interface, so with
+	// PodInterfaces every packet of a pod interface is dropped.
+	PodInterfaces []string
+	PodLink       func(netip.Addr) (string, error)
+	// LocalAddrs lists the node's own addresses (dataplane.LocalAddrs):
+	// the cut never judges the node's connections. Nil: none are known.
+	LocalAddrs func() ([]netip.Addr, error)
 }
 
 // Auditor turns the kernel's log into audit lines (package audit).
@@ -179,10 +190,13 @@ type Agent struct {
 	// was last rewritten whole.
 	// partial: the kernel holds what this agent programmed from an
 	// incomplete input (see enforcesOnlyWhatIsKnown).
-	partial    bool
-	generation uint32
-	lastResync time.Time
-	lastVerify time.Time
+	partial bool
+	// linksMissing: a local pod's interface was not found in the last
+	// pass (bindInterfaces), so the next turn of the loop passes again.
+	linksMissing bool
+	generation   uint32
+	lastResync   time.Time
+	lastVerify   time.Time
 }
 
 type outcome struct {
@@ -344,7 +358,7 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 	} else {
 		a.partial = false
 	}
-	if fp == a.status.Programmed && a.status.Error == "" || fp == a.badInput {
+	if fp == a.status.Programmed && a.status.Error == "" && !a.linksMissing || fp == a.badInput {
 		// Programmed already, or known to be invalid: not decoded again,
 		// but an invalid input is still the answer of this pass (the loop
 		// stays not ready and backs off).
@@ -379,6 +393,7 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 	ir := a.compiler.Node(e, a.cfg.Node)
 	diags = append(diags, a.refused(ir.Refused)...)
 	a.compiler.AddStaged(ir, e)
+	a.bindInterfaces(ir)
 	if a.cfg.Audit != nil {
 		// Before the kernel logs with the new rules; the auditor keeps the
 		// previous ones for packets logged before the change.
@@ -409,7 +424,7 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 		a.updateDNS(ctx, e, ir)
 	}
 	if a.cfg.Conntrack != nil && !a.cfg.DryRun && a.status.Stats.Operations > 0 {
-		a.cutAfter(ctx, cutJob{e: e, local: localPods(ir), input: fp})
+		a.cutAfter(ctx, cutJob{ir: ir, input: fp})
 	} else if a.cutPending == "" {
 		a.status.Cut, a.status.CutFor = 0, fp // nothing to cut
 	} // else the pending cut covers fp (cutDone)
@@ -623,4 +638,39 @@ func ReadStatus(path string) (Status, error) {
 		return s, err
 	}
 	return s, json.Unmarshal(data, &s)
+}
+
+// bindInterfaces names in ir the interface of each local pod, where its
+// packets come in (render/nft's pods.go says why). A pod whose interface
+// is not found stays unbound, so its packets are dropped, and the loop
+// passes again at its next turn rather than at the next input change: a
+// pod is denied between its start and the pass that finds its link, never
+// open.
+func (a *Agent) bindInterfaces(ir *compile.IR) {
+	a.linksMissing = false
+	if len(a.cfg.PodInterfaces) == 0 {
+		return
+	}
+	ir.PodInterfaces = a.cfg.PodInterfaces
+	if a.cfg.PodLink == nil {
+		return
+	}
+	var missing []string
+	for i := range ir.Pods {
+		p := &ir.Pods[i]
+		for _, ip := range p.IPs {
+			name, err := a.cfg.PodLink(ip)
+			if err == nil && compile.ValidInterface(name) {
+				p.Interface = name
+				break
+			}
+		}
+		if p.Interface == "" {
+			missing = append(missing, p.Pod)
+		}
+	}
+	if len(missing) > 0 {
+		a.linksMissing = true
+		klog.V(1).InfoS("Pods whose interface is not found: their packets are dropped until it is", "node", a.cfg.Node, "pods", missing)
+	}
 }

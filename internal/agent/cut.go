@@ -2,12 +2,13 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/netip"
 
 	"k8s.io/klog/v2"
 
 	"github.com/netpol/netpol/internal/compile"
-	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/render/nft"
 )
@@ -27,11 +28,13 @@ import (
 // older would have. Status.CutFor says which input's cut is done. Called
 // outside Run (Pass alone, --once), the pass cuts before it returns.
 
-// cutJob is one cut: the engine that judges, the node's local pods, and the
-// input (fingerprint) it was programmed for.
+// cutJob is one cut: the IR the kernel was programmed with, and the input
+// (fingerprint) it was programmed for. The cut decides with the IR's
+// evaluator, which decides as the kernel's rules do (compile's
+// differential test holds it to the engine), with what the kernel's
+// domain sets have learned: a connection the rules allow is never cut.
 type cutJob struct {
-	e     *engine.Engine
-	local map[string]bool
+	ir    *compile.IR
 	input string
 }
 
@@ -76,14 +79,6 @@ func replace[T any](ch chan T, v T) {
 			}
 		}
 	}
-}
-
-func localPods(ir *compile.IR) map[string]bool {
-	local := make(map[string]bool, len(ir.Pods))
-	for _, p := range ir.Pods {
-		local[p.Pod] = true
-	}
-	return local
 }
 
 // cutAfter makes job's cut: on the cutter's goroutine when the loop runs
@@ -140,16 +135,12 @@ func (a *Agent) CutInBackground(ctx context.Context) {
 	}()
 }
 
-// cut deletes the conntrack entries of connections to or from local pods
-// that job's engine denies, holding them first, and releases held
-// connections that it allows again. It touches the kernel only through
-// the renderer's cut sets and conntrack, never the rules the pass writes.
+// cut deletes the conntrack entries of connections that job's rules deny,
+// holding them first, and releases held connections that they allow
+// again. It touches the kernel only through the renderer's cut sets and
+// conntrack, never the rules the pass writes.
 func (a *Agent) cut(ctx context.Context, job cutJob) int {
-	e := job.e
-	ours := func(c l4.Conn) (engine.Flow, bool) {
-		f := engine.Flow{Src: endpoint(e, c.Src.Addr()), Dst: endpoint(e, c.Dst.Addr()), Port: c.Port()}
-		return f, isLocal(f.Src, job.local) || isLocal(f.Dst, job.local)
-	}
+	allowed := a.judge(ctx, job)
 	a.heldMu.Lock()
 	learn := a.held == nil
 	a.heldMu.Unlock()
@@ -163,14 +154,25 @@ func (a *Agent) cut(ctx context.Context, job cutJob) int {
 		a.remember(held)
 	}
 	var again []l4.Conn
+	denied := map[pair]bool{} // pairs with a held connection still denied
 	a.heldMu.Lock()
 	for c := range a.held {
-		if f, ok := ours(c); !ok || e.Allowed(f) {
+		if allowed(c) {
 			again = append(again, c)
+		} else {
+			denied[pairOf(c)] = true
 		}
 	}
 	a.heldMu.Unlock()
-	if err := a.renderer.Release(ctx, again); err != nil {
+	var pairs []l4.Conn // one connection of each pair no hold needs now
+	seen := map[pair]bool{}
+	for _, c := range again {
+		if p := pairOf(c); !denied[p] && !seen[p] {
+			seen[p] = true
+			pairs = append(pairs, c)
+		}
+	}
+	if err := errors.Join(a.renderer.Release(ctx, again), a.renderer.ReleasePairs(ctx, pairs)); err != nil {
 		klog.ErrorS(err, "Releasing connections that the policies allow again failed", "node", a.cfg.Node)
 	} else {
 		a.heldMu.Lock()
@@ -179,10 +181,7 @@ func (a *Agent) cut(ctx context.Context, job cutJob) int {
 		}
 		a.heldMu.Unlock()
 	}
-	n, err := a.cfg.Conntrack.Cut(ctx, func(c l4.Conn) bool {
-		f, ok := ours(c)
-		return !ok || e.Allowed(f) // not ours to judge, or allowed
-	}, func(conns []l4.Conn) error {
+	n, err := a.cfg.Conntrack.Cut(ctx, allowed, func(conns []l4.Conn) error {
 		a.remember(conns) // held or not, released when allowed again
 		if err := a.renderer.Hold(ctx, conns); err != nil {
 			return fmt.Errorf("holding %d connections in the cut sets (cut without the hold): %w", len(conns), err)
@@ -194,6 +193,50 @@ func (a *Agent) cut(ctx context.Context, job cutJob) int {
 	}
 	return n
 }
+
+// judge returns the decision of job's rules on a connection: allowed when
+// no local pod's table denies it. The node's own connections leave by the
+// output hook, where no rule judges them (kubelet probes), so they are
+// allowed whatever the tables say of the node's address.
+func (a *Agent) judge(ctx context.Context, job cutJob) func(l4.Conn) bool {
+	ev := job.ir.Evaluator()
+	if len(job.ir.DomainSets) > 0 {
+		learned, err := a.renderer.Learned(ctx, job.ir.DomainSets)
+		if err != nil {
+			// What could not be read counts as not learned: the cut may
+			// then cut an allowed domain connection, never keep a denied one.
+			klog.ErrorS(err, "Reading the learned addresses for the cut", "node", a.cfg.Node)
+		}
+		ev.Learned = learned
+	}
+	node := map[netip.Addr]bool{}
+	if a.cfg.LocalAddrs != nil {
+		addrs, err := a.cfg.LocalAddrs()
+		if err != nil {
+			klog.ErrorS(err, "Reading the node's addresses for the cut", "node", a.cfg.Node)
+		}
+		for _, ip := range addrs {
+			node[ip] = true
+		}
+	}
+	return func(c l4.Conn) bool {
+		if node[c.Src.Addr()] {
+			return true
+		}
+		egress, ingress := ev.Decide(c.Src.Addr(), c.Dst.Addr(), c.Port())
+		return egress.Allowed && ingress.Allowed
+	}
+}
+
+// pair is a connection's address pair and protocol, as the pair sets hold
+// it (nft.Renderer.Hold).
+type pair struct {
+	src, dst netip.Addr
+	proto    l4.Protocol
+	number   uint8
+}
+
+func pairOf(c l4.Conn) pair { return pair{c.Src.Addr(), c.Dst.Addr(), c.Proto, c.Number} }
 
 // remember keeps the connections held, to release them when a later
 // change allows them. The memory is bounded: past four times the cut

@@ -32,6 +32,7 @@ import (
 
 	"github.com/netpol/netpol/internal/agent"
 	"github.com/netpol/netpol/internal/audit"
+	"github.com/netpol/netpol/internal/compile"
 	"github.com/netpol/netpol/internal/dataplane"
 	"github.com/netpol/netpol/internal/dataplane/nflog"
 	"github.com/netpol/netpol/internal/dnsproxy"
@@ -237,6 +238,7 @@ func (o *agentOptions) addFlags(fl *pflag.FlagSet) {
 	fl.DurationVar(&o.cfg.Interval, "interval", 500*time.Millisecond, "how often to look at the input for changes (a cluster watch also wakes the agent on every change)")
 	fl.DurationVar(&o.cfg.Resync, "resync", 5*time.Minute, "rewrite the whole table this often even when nothing changed (repairs what the drift check cannot see: a rule or element removed inside a chain or set); 0 turns it off")
 	fl.StringVar(&o.cfg.Status, "status", "", "file to rewrite with the agent's status (JSON) after every pass")
+	fl.StringSliceVar(&o.cfg.PodInterfaces, "pod-interfaces", defaultPodInterfaces, `the node's ends of pod links, as names or globs ("veth*"): a packet from or to one must carry an address of the pod the node routes to that interface, or it is dropped (a forged source, IPv6 link-local, a pod not programmed yet); "" turns the check off`)
 	fl.BoolVar(&o.cfg.DryRun, "dry-run", false, "print each nftables transaction instead of applying it")
 	fl.BoolVar(&o.elementsViaNft, "elements-via-nft", false, "send every change through nft, set elements too (slower: by default elements, and the chains and sets a change leaves unused, go to the kernel in one netlink batch)")
 	fl.StringVar(&o.listen, "listen", "", "serve /metrics (Prometheus), /healthz and /readyz on this address without authentication: 127.0.0.1:9745 (the default in deploy/) keeps them on the node, NODE_IP:9745 on the node's network; to expose metrics beyond, put an authenticating proxy in front (deploy/README.md)")
@@ -268,6 +270,13 @@ func (o *agentOptions) addFlags(fl *pflag.FlagSet) {
 	fl.BoolVar(&o.cfg.Pipeline.LegacyNamespaceIsolation, "legacy-namespace-isolation", false, "honour the v1beta1 namespace DefaultDeny annotation for ingress")
 	fl.IntVar(&o.cfg.Pipeline.ReplicaCap, "replica-cap", 0, "most pods modelled per workload (default 10)")
 }
+
+// defaultPodInterfaces are the host-side names of pod links that CNIs give
+// when netpol enforces policy alone beside them: veth* (the ptp and bridge
+// plugins' veths, kindnet's, the lab's), cali* (Calico's), and cni0 (the
+// bridge of the bridge plugin and of flannel, which the IP hooks see as
+// the interface of every pod behind it).
+var defaultPodInterfaces = []string{"veth*", "cali*", "cni0"}
 
 // complete fills in what the flags leave to the environment and reads
 // them into their types.
@@ -303,6 +312,8 @@ func (o *agentOptions) validate() error {
 		return usageError{fmt.Errorf("no input: give --source DIR, or a cluster with --kubeconfig, --context or --in-cluster")}
 	case o.recordPath != "" && o.cfg.DryRun:
 		return usageError{fmt.Errorf("--record: a dry run programs no kernel, so nothing is recorded")}
+	case slices.ContainsFunc(o.cfg.PodInterfaces, func(g string) bool { return !compile.ValidInterfaceGlob(g) }):
+		return usageError{fmt.Errorf("--pod-interfaces %q: want interface names of 1-15 letters, digits and _.@-, each with an optional * at the end", o.cfg.PodInterfaces)}
 	case o.recordEvery <= 0 || o.recordMax <= 0:
 		return usageError{fmt.Errorf("--record-interval and --record-max-flows must be positive")}
 	}
@@ -404,6 +415,8 @@ func (o *agentOptions) kernel(ctx context.Context, cmd *cobra.Command, rec recor
 	o.cfg.Conntrack = dataplane.Conntrack{}
 	o.cfg.Generation = dataplane.Generation
 	stopDNS := func() {}
+	o.cfg.PodLink = dataplane.RouteDevice
+	o.cfg.LocalAddrs = dataplane.LocalAddrs
 	if o.dnsProxy {
 		p, stop, err := startDNSProxy(ctx, o.cfg.Node, o.dnsKernel, o.dnsLimits, rec)
 		if err != nil {

@@ -52,6 +52,10 @@ type Evaluator struct {
 	Index
 	egress  map[netip.Addr]string // a local pod's address -> its table
 	ingress map[netip.Addr]string
+	// Learned holds, by DomainSet name, the addresses a node has learned
+	// for it (what its kernel's domain set holds); without it a domain
+	// rule matches nothing, as in a kernel that has learned nothing yet.
+	Learned map[string]map[netip.Addr]bool
 }
 
 // Evaluator indexes the IR's tables and sets once, for many Decide calls.
@@ -76,10 +80,10 @@ func (ir *IR) Evaluator() *Evaluator {
 func (ev *Evaluator) Decide(src, dst netip.Addr, port l4.Port) (egress, ingress Side) {
 	egress, ingress = Side{Allowed: true}, Side{Allowed: true}
 	if t, ok := ev.egress[src]; ok {
-		egress = walk(ev.Tables[t], dst, port, ev.Sets, ev.Endpoints)
+		egress = ev.walk(ev.Tables[t], dst, port)
 	}
 	if t, ok := ev.ingress[dst]; ok {
-		ingress = walk(ev.Tables[t], src, port, ev.Sets, ev.Endpoints)
+		ingress = ev.walk(ev.Tables[t], src, port)
 	}
 	return egress, ingress
 }
@@ -87,14 +91,14 @@ func (ev *Evaluator) Decide(src, dst netip.Addr, port l4.Port) (egress, ingress 
 // walk runs a table's rules in order for a connection with peer address
 // peer: the first match decides; a Pass leaves the admin tier for the
 // rules after it; an EndTier leaves the baseline tier, which allows.
-func walk(t *Table, peer netip.Addr, port l4.Port, sets map[string]*AddrSet, endpoints map[string]*EndpointSet) Side {
+func (ev *Evaluator) walk(t *Table, peer netip.Addr, port l4.Port) Side {
 	s := Side{Applies: true}
 	if t == nil || t.LogOnly {
 		return Side{Allowed: true}
 	}
 	for i := 0; i < len(t.Rules); i++ {
 		r := &t.Rules[i]
-		if !r.matches(peer, port, sets, endpoints) {
+		if !ev.matches(r, peer, port) {
 			continue
 		}
 		switch r.Action {
@@ -115,14 +119,13 @@ func walk(t *Table, peer netip.Addr, port l4.Port, sets map[string]*AddrSet, end
 }
 
 // matches reports whether the rule's peer and ports match. A domain set
-// holds no address at compile time: its rules match nothing here, as in a
-// kernel that has learned nothing yet.
-func (r *Rule) matches(peer netip.Addr, port l4.Port, sets map[string]*AddrSet, endpoints map[string]*EndpointSet) bool {
-	if r.Domains != "" {
+// holds what the node learned (Learned), nothing at compile time.
+func (ev *Evaluator) matches(r *Rule, peer netip.Addr, port l4.Port) bool {
+	if r.Domains != "" && !ev.Learned[r.Domains][peer] {
 		return false
 	}
 	if r.Endpoints != "" {
-		for _, e := range endpoints[r.Endpoints].Elements {
+		for _, e := range ev.Endpoints[r.Endpoints].Elements {
 			if e.IP == peer && e.Port == port {
 				return true
 			}
@@ -131,7 +134,7 @@ func (r *Rule) matches(peer netip.Addr, port l4.Port, sets map[string]*AddrSet, 
 	}
 	if r.Peer != "" {
 		in := false
-		for _, p := range sets[r.Peer].Prefixes {
+		for _, p := range ev.Sets[r.Peer].Prefixes {
 			if p.Contains(peer) {
 				in = true
 				break

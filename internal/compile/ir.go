@@ -36,6 +36,11 @@ type IR struct {
 	// Refused are the NetworkPolicies left out as too large (limits.go):
 	// they isolate their pods and allow nothing.
 	Refused []*Refusal `json:"refused,omitempty"`
+	// PodInterfaces are the node's pod interfaces, as globs ("veth*"):
+	// a packet from or to one of them must carry an address of the pod
+	// behind that interface (LocalPod.Interface), or it is dropped. None:
+	// packets are judged by address alone (an IR compiled off the node).
+	PodInterfaces []string `json:"podInterfaces,omitempty"`
 }
 
 // LocalPod binds a pod's addresses to its tables. An empty table name means
@@ -49,6 +54,36 @@ type LocalPod struct {
 	// that staged policies decide in; empty when none applies.
 	StagedIngress string `json:"stagedIngress,omitempty"`
 	StagedEgress  string `json:"stagedEgress,omitempty"`
+	// Interface is the node's end of the pod's link (its veth, or the
+	// bridge it hangs on), where its packets enter; empty while unknown,
+	// and then, with PodInterfaces, its packets are dropped.
+	Interface string `json:"interface,omitempty"`
+}
+
+// ValidInterface reports whether name can be a Linux interface name that
+// reaches a renderer: 1-15 letters, digits and "_.@-". Names outside it
+// (Linux takes almost any byte) are refused rather than quoted: a
+// renderer's language need not have escapes for them.
+func ValidInterface(name string) bool { return validInterface(name, false) }
+
+// ValidInterfaceGlob is ValidInterface with an optional "*" at the end,
+// which stands for any rest ("veth*").
+func ValidInterfaceGlob(glob string) bool { return validInterface(glob, true) }
+
+func validInterface(name string, glob bool) bool {
+	if glob && len(name) > 1 && name[len(name)-1] == '*' {
+		name = name[:len(name)-1]
+	}
+	if name == "" || len(name) > 15 || name == "." || name == ".." {
+		return false
+	}
+	for _, c := range []byte(name) {
+		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '@' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // Table is the ordered rule list of one direction. Rules are evaluated in

@@ -17,6 +17,7 @@ package dataplane
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 
@@ -30,7 +31,8 @@ import (
 // over netlink.
 type Conntrack struct{}
 
-// Cut deletes the entries (TCP, UDP, SCTP; IPv4 and IPv6) whose connection
+// Cut deletes the entries (TCP, UDP, SCTP, ICMP, ICMPv6 and every other
+// protocol conntrack follows; IPv4 and IPv6) whose connection
 // keep rejects, and returns how many it deleted. Each connection is judged
 // as the rules judge it: from the original source to the translated
 // destination (the reply's source), so a connection to a Service address is
@@ -97,6 +99,7 @@ func (f filter) MatchConntrackFlow(flow *netlink.ConntrackFlow) bool {
 // judged returns the connection of a conntrack entry as the rules see it.
 func judged(flow *netlink.ConntrackFlow) (l4.Conn, bool) {
 	var proto l4.Protocol
+	var number uint8
 	switch flow.Forward.Protocol {
 	case unix.IPPROTO_TCP:
 		proto = l4.TCP
@@ -104,19 +107,44 @@ func judged(flow *netlink.ConntrackFlow) (l4.Conn, bool) {
 		proto = l4.UDP
 	case unix.IPPROTO_SCTP:
 		proto = l4.SCTP
+	case unix.IPPROTO_ICMP:
+		proto = l4.ICMP
+	case unix.IPPROTO_ICMPV6:
+		proto = l4.ICMPv6
 	default:
-		return l4.Conn{}, false
+		proto, number = l4.Unported, flow.Forward.Protocol
 	}
 	src, ok1 := addr(flow.Forward.SrcIP)
 	dst, ok2 := addr(flow.Reverse.SrcIP) // after DNAT
 	if !ok1 || !ok2 {
 		return l4.Conn{}, false
 	}
+	if proto == l4.ICMP || proto == l4.ICMPv6 || proto == l4.Unported {
+		// No ports: the rules that match these are those without any.
+		return l4.Conn{Proto: proto, Number: number, Src: netip.AddrPortFrom(src, 0), Dst: netip.AddrPortFrom(dst, 0)}, true
+	}
 	return l4.Conn{
 		Proto: proto,
 		Src:   netip.AddrPortFrom(src, flow.Forward.SrcPort),
 		Dst:   netip.AddrPortFrom(dst, flow.Reverse.SrcPort),
 	}, true
+}
+
+// LocalAddrs returns the addresses of the current network namespace's
+// interfaces: a connection from one of them is the node's own, which
+// leaves by the output hook, where no policy judges.
+func LocalAddrs() ([]netip.Addr, error) {
+	list, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("listing the node's addresses: %w", err)
+	}
+	out := make([]netip.Addr, 0, len(list))
+	for _, a := range list {
+		if ip, ok := addr(a.IP); ok {
+			out = append(out, ip)
+		}
+	}
+	return out, nil
 }
 
 func addr(ip net.IP) (netip.Addr, bool) {

@@ -18,7 +18,9 @@ import (
 //   - an address set (flags interval): Prefix;
 //   - an endpoint set (ip . inet_proto . inet_service): Prefix (a single
 //     address), Proto and Port;
-//   - a verdict map (ip : verdict): Prefix (a single address) and Jump.
+//   - a verdict map (ip : verdict): Prefix (a single address) and Jump;
+//   - an interface set (ip . ifname): Prefix (a single address) and
+//     Interface.
 type Element struct {
 	Set    string
 	Delete bool // delete instead of add
@@ -29,6 +31,8 @@ type Element struct {
 	Proto    l4.Protocol // endpoint sets
 	Port     uint16      // endpoint sets
 	Jump     string      // verdict maps: the chain to jump to
+	// Interface is an interface name (interface sets).
+	Interface string
 	// Timeout, in a set with flags timeout, is how long the element
 	// stays: the kernel removes it then. Writing the element again starts
 	// the timeout afresh (in place since Linux 6.12; before, only with
@@ -248,7 +252,7 @@ func encodeElement(e Element) ([]attrs, error) {
 		return nil, fmt.Errorf("element without an address")
 	}
 	addr := e.Prefix.Masked().Addr()
-	if e.Timeout > 0 && (e.Interval || e.Jump != "" || e.Proto != 0) {
+	if e.Timeout > 0 && (e.Interval || e.Jump != "" || e.Proto != 0 || e.Interface != "") {
 		return nil, fmt.Errorf("%s: only address sets take a timeout here", e.Prefix)
 	}
 	switch {
@@ -266,6 +270,15 @@ func encodeElement(e Element) ([]attrs, error) {
 		return nil, fmt.Errorf("%s: only interval sets hold ranges", e.Prefix)
 	case e.Jump != "":
 		return []attrs{elementAttrs(addr.AsSlice(), 0, e.Jump)}, nil
+	case e.Interface != "":
+		// An ifname is IFNAMSIZ (16) bytes, zero-padded, in a
+		// concatenation as anywhere.
+		if len(e.Interface) > 15 {
+			return nil, fmt.Errorf("%s: interface name %q is too long", e.Prefix, e.Interface)
+		}
+		key := append(addr.AsSlice(), make([]byte, 16)...)
+		copy(key[addr.BitLen()/8:], e.Interface)
+		return []attrs{elementAttrs(key, 0, "")}, nil
 	case e.Proto != 0:
 		// Concatenations put each field in its own 32-bit register: the
 		// protocol byte and the port (network order) are zero-padded.

@@ -19,7 +19,18 @@ const (
 	SCTP
 )
 
-// Protocols lists every protocol in a stable order.
+// ICMP, ICMPv6 and Unported are protocols that no policy names but
+// connection tracking follows (a ping, a GRE tunnel): only rules without
+// ports match them, in the kernel as in compile's evaluator, so a deny of
+// a peer cuts them too. Unported is every IP protocol without ports but
+// the two ICMPs; Conn.Number says which.
+const (
+	ICMP Protocol = iota + 16
+	ICMPv6
+	Unported
+)
+
+// Protocols lists every protocol a policy can name, in a stable order.
 var Protocols = [...]Protocol{TCP, UDP, SCTP}
 
 func (p Protocol) String() string {
@@ -30,6 +41,12 @@ func (p Protocol) String() string {
 		return "UDP"
 	case SCTP:
 		return "SCTP"
+	case ICMP:
+		return "ICMP"
+	case ICMPv6:
+		return "ICMPv6"
+	case Unported:
+		return "Unported"
 	}
 	return "Protocol(" + strconv.Itoa(int(p)) + ")"
 }
@@ -156,11 +173,18 @@ func ParsePortList(s string) ([]Port, error) {
 type Conn struct {
 	Proto    Protocol
 	Src, Dst netip.AddrPort
+	// Number is the IP protocol number of an Unported connection (47 for
+	// GRE), 0 for the others.
+	Number uint8
 }
 
 // Port is the destination port of c.
 func (c Conn) Port() Port { return Port{Proto: c.Proto, Num: c.Dst.Port()} }
 
 func (c Conn) String() string {
-	return strings.ToLower(c.Proto.String()) + " " + c.Src.String() + " -> " + c.Dst.String()
+	proto := strings.ToLower(c.Proto.String())
+	if c.Proto == Unported {
+		proto = "ip protocol " + strconv.Itoa(int(c.Number))
+	}
+	return proto + " " + c.Src.String() + " -> " + c.Dst.String()
 }

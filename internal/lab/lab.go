@@ -273,7 +273,7 @@ func (l *Lab) Up(exe string, manifests []byte, w io.Writer) (err error) {
 	for i, p := range l.Pods {
 		fmt.Fprintf(w, "pod %s (%s) on %s\n", p.Key, strings.Trim(fmt.Sprint(p.Addrs()), "[]"), p.Node)
 		n := nodeByName[p.Node]
-		veth := "p" + strconv.Itoa(i)
+		veth := "veth" + strconv.Itoa(i) // as the ptp and bridge plugins name them: the agent's default --pod-interfaces
 		if err := addNamespace(p.Namespace, noDAD...); err != nil {
 			return err
 		}

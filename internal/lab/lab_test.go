@@ -71,6 +71,51 @@ func manifests(objs []json.RawMessage) []byte {
 	return b.Bytes()
 }
 
+// pinned returns objs with every pod of the lab on the node the lab wired
+// it to. A pod never changes nodes in Kubernetes (a label update keeps
+// spec.nodeName), but a scenario step that replaces a pod whole may leave
+// the node out, and the input would then place the pod on another node
+// than its namespace's link: that node's agent would bind it to no pod
+// interface, and the other would drop its packets as those of a pod it
+// has not programmed.
+func pinned(t *testing.T, objs []json.RawMessage, l *lab.Lab) []json.RawMessage {
+	t.Helper()
+	node := map[string]string{}
+	for _, p := range l.Pods {
+		node[p.Key] = p.Node
+	}
+	out := make([]json.RawMessage, len(objs))
+	for i, o := range objs {
+		out[i] = o
+		var obj map[string]any
+		if !bytes.Contains(o, []byte(`"Pod"`)) || json.Unmarshal(o, &obj) != nil || obj["kind"] != "Pod" {
+			continue
+		}
+		meta, _ := obj["metadata"].(map[string]any)
+		ns, _ := meta["namespace"].(string)
+		name, _ := meta["name"].(string)
+		n, ok := node[ns+"/"+name]
+		if !ok {
+			continue
+		}
+		spec, _ := obj["spec"].(map[string]any)
+		if spec == nil {
+			spec = map[string]any{}
+			obj["spec"] = spec
+		}
+		if spec["nodeName"] == n {
+			continue
+		}
+		spec["nodeName"] = n
+		data, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = data
+	}
+	return out
+}
+
 // replay runs one scenario in a two-node lab: after every step the agents
 // program the new state, and every pod pair is probed with real packets on
 // the step's TCP, UDP and SCTP ports, over IPv4 and IPv6; observed must
@@ -133,7 +178,7 @@ func replay(t *testing.T, s *scenario.Scenario, name string, probed map[string]i
 			if servers, err = l.Serve(); err != nil {
 				return err
 			}
-		} else if err := l.WriteManifests(data); err != nil {
+		} else if err := l.WriteManifests(manifests(pinned(t, st.Objects, l))); err != nil {
 			return err
 		}
 		if err := l.WaitProgrammed(ctx, 20*time.Second); err != nil {

@@ -293,6 +293,10 @@ func contains(ports []l4.Port, p l4.Port) bool {
 // servers and clients this way).
 func (l *Lab) InPod(p Pod, fn func() error) error { return inNamespace(p.Namespace, fn) }
 
+// InNode runs fn in the network namespace of node n, as InPod does for a
+// pod: what fn opens there is a service of the node itself.
+func (l *Lab) InNode(n Node, fn func() error) error { return inNamespace(n.Namespace, fn) }
+
 // Dial opens a TCP connection from src that the caller keeps.
 func (l *Lab) Dial(src Pod, dst netip.Addr, port l4.Port) (net.Conn, error) {
 	return dialFrom(src, dst, l4.Port{Proto: l4.TCP, Num: port.Num})

@@ -44,6 +44,12 @@ func kernelElements(ops []elementOp) (els []dataplane.Element, ok bool) {
 				return nil, false
 			}
 			el.Proto, el.Port = proto, uint16(port)
+		case len(fields) == 2: // address . "interface"
+			name, err := strconv.Unquote(fields[1])
+			if err != nil || name == "" {
+				return nil, false
+			}
+			el.Interface = name
 		case len(fields) != 1:
 			return nil, false
 		}

@@ -175,7 +175,7 @@ func TestSyncRestartReconciles(t *testing.T) {
 	sets, _ := fake.List(ctx, "set")
 	sort.Strings(chains)
 	sort.Strings(sets)
-	if strings.Join(chains, ",") != "egress,forward,ingress,input" || strings.Join(sets, ",") != "cut-4,cut-6" {
+	if strings.Join(chains, ",") != "egress,forward,ingress,input,output" || strings.Join(sets, ",") != "cut-4,cut-6,cut-pairs-4,cut-pairs-6" {
 		t.Errorf("after restart without policies: chains %v, sets %v; want only the fixed chains and the cut sets", chains, sets)
 	}
 	if got := cutElements(t, fake, "cut-4"); got != "198.18.1.1 . 198.18.1.2 . udp . 5000 . 53" {
@@ -203,6 +203,14 @@ func TestHoldAndRelease(t *testing.T) {
 	if got4, got6 := cutElements(t, fake, "cut-4"), cutElements(t, fake, "cut-6"); got4 != "198.18.1.1 . 198.18.1.2 . tcp . 40000 . 80" || got6 != "fd00::1 . fd00::2 . sctp . 7 . 9" {
 		t.Errorf("held: cut-4 %q, cut-6 %q", got4, got6)
 	}
+	ping := l4.Conn{Proto: l4.ICMP, Src: netip.MustParseAddrPort("198.18.1.5:0"), Dst: netip.MustParseAddrPort("198.18.1.6:0")}
+	gre := l4.Conn{Proto: l4.Unported, Number: 47, Src: netip.MustParseAddrPort("198.18.1.7:0"), Dst: netip.MustParseAddrPort("198.18.1.8:0")}
+	if err := r.Hold(ctx, []l4.Conn{ping, gre}); err != nil {
+		t.Fatal(err)
+	}
+	if got4, pairs := cutElements(t, fake, "cut-4"), cutElements(t, fake, "cut-pairs-4"); got4 != "198.18.1.1 . 198.18.1.2 . tcp . 40000 . 80" || pairs != "198.18.1.7 . 198.18.1.8 . 47" {
+		t.Errorf("a ping and a GRE tunnel held: cut-4 %q, cut-pairs-4 %q; want no ping (it needs no hold) and the tunnel's pair", got4, pairs)
+	}
 	gone := l4.Conn{Proto: l4.UDP, Src: netip.MustParseAddrPort("198.18.1.3:1"), Dst: netip.MustParseAddrPort("198.18.1.4:2")}
 	if err := r.Release(ctx, []l4.Conn{c4, gone}); err != nil {
 		t.Fatal(err)
@@ -227,25 +235,39 @@ func cutElements(t *testing.T, fake *knftables.Fake, set string) string {
 }
 
 // TestBaseChains pins the fixed part of the table: replies first, then the
-// connections that a policy change cut, dropped both ways, then IPv6
-// neighbour discovery with the node never filtered (without it an
-// egress-isolated pod could not even resolve its gateway), then the policy
-// chains.
+// connections that a policy change cut, dropped both ways (exactly, and by
+// address pair past the cut sets' room), in every hook, the node's own
+// output too; then IPv6 neighbour discovery with the node never filtered
+// (without it an egress-isolated pod could not even resolve its gateway),
+// then the pod interface checks, then the policy chains.
 func TestBaseChains(t *testing.T) {
 	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
-	if _, err := nft.New(fake).Sync(context.Background(), compileYAML(t, cluster)); err != nil {
+	ir := compileYAML(t, cluster)
+	ir.PodInterfaces = []string{"veth*", "cni0"}
+	if _, err := nft.New(fake).Sync(context.Background(), ir); err != nil {
 		t.Fatal(err)
 	}
 	cut := []string{
 		"ip saddr . ip daddr . meta l4proto . th sport . th dport @cut-4 update @cut-4 { ip saddr . ip daddr . meta l4proto . th sport . th dport } drop",
 		"ip daddr . ip saddr . meta l4proto . th dport . th sport @cut-4 update @cut-4 { ip daddr . ip saddr . meta l4proto . th dport . th sport } drop",
+		"ip saddr . ip daddr . meta l4proto @cut-pairs-4 update @cut-pairs-4 { ip saddr . ip daddr . meta l4proto } drop",
+		"ip daddr . ip saddr . meta l4proto @cut-pairs-4 update @cut-pairs-4 { ip daddr . ip saddr . meta l4proto } drop",
 		"ip6 saddr . ip6 daddr . meta l4proto . th sport . th dport @cut-6 update @cut-6 { ip6 saddr . ip6 daddr . meta l4proto . th sport . th dport } drop",
 		"ip6 daddr . ip6 saddr . meta l4proto . th dport . th sport @cut-6 update @cut-6 { ip6 daddr . ip6 saddr . meta l4proto . th dport . th sport } drop",
+		"ip6 saddr . ip6 daddr . meta l4proto @cut-pairs-6 update @cut-pairs-6 { ip6 saddr . ip6 daddr . meta l4proto } drop",
+		"ip6 daddr . ip6 saddr . meta l4proto @cut-pairs-6 update @cut-pairs-6 { ip6 daddr . ip6 saddr . meta l4proto } drop",
 	}
+	first := append([]string{"ct state established,related accept"}, cut...)
 	for chain, want := range map[string][]string{
-		"forward": append(append([]string{"ct state established,related accept"}, cut...), "jump egress", "jump ingress"),
-		"input": append(append([]string{"ct state established,related accept"}, cut...),
-			"icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } accept", "jump egress"),
+		"forward": append(slices.Clone(first), `iifname "veth*" jump from-pod`, `oifname "veth*" jump to-pod`,
+			`iifname "cni0" jump from-pod`, `oifname "cni0" jump to-pod`, "jump egress", "jump ingress"),
+		"input": append(slices.Clone(first), "icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } accept",
+			`iifname "veth*" jump from-pod`, `iifname "cni0" jump from-pod`, "jump egress"),
+		"output": first,
+		"from-pod": {"ip saddr . iifname @pod-addrs-4 return", "ip6 saddr . iifname @pod-addrs-6 return",
+			"icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } return", "drop"},
+		"to-pod": {"ip daddr . oifname @pod-addrs-4 return", "ip6 daddr . oifname @pod-addrs-6 return",
+			"icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } return", "drop"},
 	} {
 		rules, err := fake.ListRules(context.Background(), chain)
 		if err != nil {
@@ -258,6 +280,24 @@ func TestBaseChains(t *testing.T) {
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("chain %s:\n%s\nwant:\n%s", chain, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
+	}
+}
+
+// TestPodAddresses: every local pod with an interface is in pod-addrs-4/-6
+// by address and interface; one whose interface is unknown, or a name no
+// renderer may write, is in neither (its packets are dropped).
+func TestPodAddresses(t *testing.T) {
+	fake := knftables.NewFake(knftables.InetFamily, nft.TableName)
+	ir := &compile.IR{Node: "n", PodInterfaces: []string{"veth*"}, Pods: []compile.LocalPod{
+		{Pod: "x/a", IPs: []netip.Addr{netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("fd00::1")}, Interface: "veth1"},
+		{Pod: "x/b", IPs: []netip.Addr{netip.MustParseAddr("198.18.0.2")}},
+		{Pod: "x/c", IPs: []netip.Addr{netip.MustParseAddr("198.18.0.3")}, Interface: "veth\" ; accept"},
+	}}
+	if _, err := nft.New(fake).Sync(context.Background(), ir); err != nil {
+		t.Fatal(err)
+	}
+	if got4, got6 := cutElements(t, fake, "pod-addrs-4"), cutElements(t, fake, "pod-addrs-6"); got4 != `198.18.0.1 . "veth1"` || got6 != `fd00::1 . "veth1"` {
+		t.Errorf("pod-addrs-4 %q, pod-addrs-6 %q", got4, got6)
 	}
 }
 

@@ -158,7 +158,7 @@ func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
 	if r.laterDeletes {
 		p.deletes = r.nft.NewTransaction()
 	}
-	if r.programmed != nil && r.programmed.record != want.record {
+	if r.programmed != nil && !sameBase(r.programmed, want) {
 		r.programmed = nil // the base chains change: write them anew
 	}
 	if r.programmed == nil {
@@ -335,7 +335,7 @@ func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transac
 	}
 	writeBase(tx)
 	writeContent(tx, want, st)
-	writeBaseRules(tx, want.record)
+	writeBaseRules(tx, want)
 	for _, name := range have["chain"] {
 		if _, ok := want.chains[name]; !ok && !isBase(name) {
 			deletes.Delete(&knftables.Chain{Name: name})
@@ -354,7 +354,16 @@ func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transac
 	return nil
 }
 
-func isBase(name string) bool { return name == chainForward || name == chainInput }
+// baseChains are the chains hooked into the kernel, in the order
+// writeBase declares them.
+var baseChains = []string{chainForward, chainInput, chainOutput}
+
+func isBase(name string) bool { return slices.Contains(baseChains, name) }
+
+// sameBase reports whether two rulesets have the same base chain rules.
+func sameBase(a, b *ruleset) bool {
+	return a.record == b.record && slices.Equal(a.podInterfaces, b.podInterfaces)
+}
 
 // isDomainSet reports whether a set of the table is a domain set
 // (compile.DomainSet, with -4 or -6 after its name), whose elements the
@@ -365,18 +374,19 @@ func isDomainSet(name string) bool { return strings.HasPrefix(name, compile.Doma
 func writeAll(tx *knftables.Transaction, want *ruleset, st *Stats) {
 	writeBase(tx)
 	writeContent(tx, want, st)
-	writeBaseRules(tx, want.record)
+	writeBaseRules(tx, want)
 }
 
 // writeBase declares the table and its base chains, emptied: their rules
 // never change, but a restart must not trust what it finds.
 func writeBase(tx *knftables.Transaction) {
 	tx.Add(&knftables.Table{Comment: knftables.PtrTo("netpol: Kubernetes network policy for the pods of this node")})
-	filter, forward, input, prio := knftables.FilterType, knftables.ForwardHook, knftables.InputHook, knftables.FilterPriority
+	filter, forward, input, output, prio := knftables.FilterType, knftables.ForwardHook, knftables.InputHook, knftables.OutputHook, knftables.FilterPriority
 	accept := knftables.AcceptPolicy
 	for _, c := range []*knftables.Chain{
 		{Name: chainForward, Type: &filter, Hook: &forward, Priority: &prio, Policy: &accept},
 		{Name: chainInput, Type: &filter, Hook: &input, Priority: &prio, Policy: &accept},
+		{Name: chainOutput, Type: &filter, Hook: &output, Priority: &prio, Policy: &accept},
 	} {
 		tx.Add(c)
 		tx.Flush(c)
@@ -384,20 +394,25 @@ func writeBase(tx *knftables.Transaction) {
 	writeCutSets(tx)
 }
 
-// writeBaseRules fills the base chains, once the chains they jump to exist;
-// with record, what gets past both directions is recorded as allowed.
-func writeBaseRules(tx ops, record bool) {
-	tx.Add(&knftables.Rule{Chain: chainForward, Rule: "ct state established,related accept"})
-	writeCutRules(tx, chainForward)
+// writeBaseRules fills the base chains, once the chains they jump to exist:
+// held connections are dropped, packets of pod interfaces checked
+// (pods.go), then judged by the pods' rules; with record, what gets past
+// both directions is recorded as allowed. The node's own packets (output)
+// meet only the holds: node-originated traffic is allowed, but must not
+// re-open a connection a policy cut.
+func writeBaseRules(tx ops, want *ruleset) {
+	for _, chain := range baseChains {
+		tx.Add(&knftables.Rule{Chain: chain, Rule: "ct state established,related accept"})
+		writeCutRules(tx, chain)
+	}
+	tx.Add(&knftables.Rule{Chain: chainInput, Rule: neighbourDiscovery + " accept",
+		Comment: knftables.PtrTo("IPv6 neighbour discovery with the node is link plumbing, as ARP is")})
+	writePodRules(tx, want)
 	tx.Add(&knftables.Rule{Chain: chainForward, Rule: "jump " + chainEgress})
 	tx.Add(&knftables.Rule{Chain: chainForward, Rule: "jump " + chainIngress})
-	tx.Add(&knftables.Rule{Chain: chainInput, Rule: "ct state established,related accept"})
-	writeCutRules(tx, chainInput)
-	tx.Add(&knftables.Rule{Chain: chainInput, Rule: "icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } accept",
-		Comment: knftables.PtrTo("IPv6 neighbour discovery with the node is link plumbing, as ARP is")})
 	tx.Add(&knftables.Rule{Chain: chainInput, Rule: "jump " + chainEgress,
 		Comment: knftables.PtrTo("pods talking to this node's own addresses")})
-	if record {
+	if want.record {
 		for _, chain := range []string{chainForward, chainInput} {
 			tx.Add(&knftables.Rule{Chain: chain, Rule: "ct state new jump " + chainRecord})
 		}

@@ -48,6 +48,7 @@ import (
 const (
 	chainForward = "forward"
 	chainInput   = "input"
+	chainOutput  = "output"
 	chainEgress  = "egress"
 	chainIngress = "ingress"
 )
@@ -61,6 +62,9 @@ type ruleset struct {
 	// record: the base chains end in the jump to the record chain
 	// (record.go).
 	record bool
+	// podInterfaces: the base chains send packets from and to these
+	// interfaces (globs) through the pod checks (pods.go).
+	podInterfaces []string
 }
 
 type rule struct {
@@ -128,6 +132,7 @@ func (b *builder) build(ir *compile.IR) *ruleset {
 		b.tables = nil // their drops change
 	}
 	verdictMaps(rs, ir, "", func(p compile.LocalPod) (string, string) { return p.Ingress, p.Egress })
+	podObjects(rs, ir)
 	sets := make(map[string]builtSet, len(ir.Sets))
 	for _, s := range ir.Sets {
 		if old, ok := b.sets[s.Name]; ok && slices.Equal(old.prefixes, s.Prefixes) {

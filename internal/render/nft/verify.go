@@ -37,12 +37,12 @@ func (r *Renderer) Verify(ctx context.Context) (string, error) {
 			have[kind][n] = true
 		}
 	}
-	for _, name := range append(sortedKeys(want.chains), chainForward, chainInput) {
+	for _, name := range append(sortedKeys(want.chains), baseChains...) {
 		if !have["chain"][name] {
 			return "chain " + name + " is gone", nil
 		}
 	}
-	for _, name := range append(sortedKeys(want.sets), cutSet4, cutSet6) {
+	for _, name := range append(sortedKeys(want.sets), cutSets...) {
 		if !have["set"][name] {
 			return "set " + name + " is gone", nil
 		}
@@ -53,8 +53,8 @@ func (r *Renderer) Verify(ctx context.Context) (string, error) {
 		}
 	}
 	wantRules := ruleCount{}
-	writeBaseRules(wantRules, want.record)
-	for _, chain := range []string{chainForward, chainInput} {
+	writeBaseRules(wantRules, want)
+	for _, chain := range baseChains {
 		rules, err := r.nft.ListRules(ctx, chain)
 		if err != nil {
 			return "", fmt.Errorf("listing the rules of %s: %w", chain, err)
