@@ -173,6 +173,42 @@ func TestLabAdversarialDNS(t *testing.T) {
 		mustNotLearn(t, "replies from the DNS backend that answer no query the client sent", denied4)
 	})
 
+	t.Run("forged answer from the asking pod itself", func(t *testing.T) {
+		// A governed pod with NET_RAW asks, and at once forges the answer
+		// to its own query from the DNS backend's address: the tuple is
+		// the reply of its own connection, established in conntrack, and
+		// the query is its own. Its interface must not deliver a packet
+		// from an address that is not its own, to the divert or anywhere.
+		var c *net.UDPConn
+		err := lab.InNamespace(client.Namespace, func() error {
+			var err error
+			c, err = net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(netip.MustParseAddrPort("198.18.0.10:53")))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clientPort := netip.MustParseAddrPort(c.LocalAddr().String()).Port()
+		// The forger wins the race with the real answer: here the backend
+		// holds its answers to the client until the forgery is sent.
+		nftIn := func(script string) {
+			cmd := exec.Command("ip", "netns", "exec", coredns.Namespace, "nft", "-f", "-")
+			cmd.Stdin = strings.NewReader(script)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("nft in %s: %v: %s", coredns.Namespace, err, out)
+			}
+		}
+		nftIn("table ip slow {\n chain out {\n type filter hook output priority 0\n ip daddr " + client.IP.String() + " udp sport 53 drop\n }\n}\n")
+		if _, err := c.Write(query(t, 0x2345, "own.allowed.test", dnsmessage.TypeA)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // the query is on its way to the backend, logged as it passed node-1
+		sendUDPAs(t, l, client, coredns.IP, 53, client.IP, clientPort, forgedAnswer(t, 0x2345, "own.allowed.test", false, denied4))
+		nftIn("delete table ip slow")
+		mustNotLearn(t, "an answer the asking pod forged from the DNS backend's address", denied4)
+	})
+
 	t.Run("names that stand for cluster addresses", func(t *testing.T) {
 		// Item 3: names under the allowed wildcard whose answers give a
 		// node or a pod.

@@ -270,10 +270,16 @@ func (l *Lab) Up(exe string, manifests []byte, w io.Writer) (err error) {
 	for _, n := range l.Nodes {
 		nodeByName[n.Name] = n
 	}
+	_, outsideHosts := outside(manifests)
 	for i, p := range l.Pods {
 		fmt.Fprintf(w, "pod %s (%s) on %s\n", p.Key, strings.Trim(fmt.Sprint(p.Addrs()), "[]"), p.Node)
 		n := nodeByName[p.Node]
 		veth := "veth" + strconv.Itoa(i) // as the ptp and bridge plugins name them: the agent's default --pod-interfaces
+		if outsideHosts[p.Key] {
+			// A host beyond the cluster: no link of the agent's pod
+			// interfaces leads to it, as none leads to the internet.
+			veth = "ext" + strconv.Itoa(i)
+		}
 		if err := addNamespace(p.Namespace, noDAD...); err != nil {
 			return err
 		}
@@ -545,22 +551,30 @@ const OutsideAnnotation = "lab.netpol.io/outside"
 // agentView is the manifests without the objects annotated
 // OutsideAnnotation "true".
 func agentView(data []byte) []byte {
-	var out [][]byte
-	hidden := false
+	docs, hidden := outside(data)
+	if len(hidden) == 0 {
+		return data
+	}
+	return bytes.Join(docs, []byte("\n---\n"))
+}
+
+// outside splits the manifests into the documents the agents see and the
+// keys (namespace/name) of the objects annotated OutsideAnnotation "true".
+func outside(data []byte) (seen [][]byte, hidden map[string]bool) {
+	hidden = map[string]bool{}
 	for _, doc := range source.SplitDocuments(data) {
 		var meta struct {
 			Metadata struct {
+				Name        string            `json:"name"`
+				Namespace   string            `json:"namespace"`
 				Annotations map[string]string `json:"annotations"`
 			} `json:"metadata"`
 		}
 		if yaml.Unmarshal(doc, &meta) == nil && meta.Metadata.Annotations[OutsideAnnotation] == "true" {
-			hidden = true
+			hidden[meta.Metadata.Namespace+"/"+meta.Metadata.Name] = true
 			continue
 		}
-		out = append(out, doc)
+		seen = append(seen, doc)
 	}
-	if !hidden {
-		return data
-	}
-	return bytes.Join(out, []byte("\n---\n"))
+	return seen, hidden
 }

@@ -175,7 +175,7 @@ func TestSyncRestartReconciles(t *testing.T) {
 	sets, _ := fake.List(ctx, "set")
 	sort.Strings(chains)
 	sort.Strings(sets)
-	if strings.Join(chains, ",") != "egress,forward,ingress,input,output" || strings.Join(sets, ",") != "cut-4,cut-6,cut-pairs-4,cut-pairs-6" {
+	if strings.Join(chains, ",") != "egress,forward,ingress,input,output,prerouting" || strings.Join(sets, ",") != "cut-4,cut-6,cut-pairs-4,cut-pairs-6" {
 		t.Errorf("after restart without policies: chains %v, sets %v; want only the fixed chains and the cut sets", chains, sets)
 	}
 	if got := cutElements(t, fake, "cut-4"); got != "198.18.1.1 . 198.18.1.2 . udp . 5000 . 53" {
@@ -259,13 +259,16 @@ func TestBaseChains(t *testing.T) {
 	}
 	first := append([]string{"ct state established,related accept"}, cut...)
 	for chain, want := range map[string][]string{
-		"forward": append(slices.Clone(first), `iifname "veth*" jump from-pod`, `oifname "veth*" jump to-pod`,
-			`iifname "cni0" jump from-pod`, `oifname "cni0" jump to-pod`, "jump egress", "jump ingress"),
+		// Before conntrack: a forged packet is dropped even when its tuple
+		// is that of a live connection.
+		"prerouting": {`iifname "veth*" jump from-pod`, `iifname "cni0" jump from-pod`},
+		"forward":    append(slices.Clone(first), `oifname "veth*" jump to-pod`, `oifname "cni0" jump to-pod`, "jump egress", "jump ingress"),
 		"input": append(slices.Clone(first), "icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } accept",
-			`iifname "veth*" jump from-pod`, `iifname "cni0" jump from-pod`, "jump egress"),
+			"jump egress"),
 		"output": first,
 		"from-pod": {"ip saddr . iifname @pod-addrs-4 return", "ip6 saddr . iifname @pod-addrs-6 return",
-			"icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } return", "drop"},
+			"icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } return",
+			"ct direction reply fib daddr type local return", "drop"},
 		"to-pod": {"ip daddr . oifname @pod-addrs-4 return", "ip6 daddr . oifname @pod-addrs-6 return",
 			"icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit } return", "drop"},
 	} {

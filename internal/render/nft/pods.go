@@ -59,6 +59,7 @@ func podObjects(rs *ruleset, ir *compile.IR) {
 		{text: "ip saddr . iifname @" + podAddrs4 + " return"},
 		{text: "ip6 saddr . iifname @" + podAddrs6 + " return"},
 		{text: neighbourDiscovery + " return"},
+		{text: "ct direction reply fib daddr type local return", comment: "replies to the node's own connections: kubelet probes of a pod not programmed yet"},
 		{text: "drop", comment: "from a pod interface, a source not programmed for it: forged, link-local, or a pod not programmed yet"},
 	}
 	rs.chains[chainToPod] = []rule{
@@ -69,13 +70,26 @@ func podObjects(rs *ruleset, ir *compile.IR) {
 	}
 }
 
-// writePodRules sends what comes from a pod interface (forward and input)
-// and what goes to one (forward) through the checks of podObjects.
+// podCheckPriority places the check of what comes from a pod interface in
+// prerouting after conntrack (-200: a reply to the node's own connection
+// is known as one) and before everything that acts on a packet there: the
+// DNS divert and its query log (mangle, -150), kube-proxy's DNAT (-100).
+const podCheckPriority = knftables.BaseChainPriority("-160")
+
+// writePodRules sends what comes from a pod interface through the check of
+// podObjects in prerouting, at podCheckPriority: before the DNS divert and
+// its query log see the packet, and before any accept. Checked later (forward, input),
+// behind "ct state established accept", a forged packet whose tuple is that
+// of a live connection (another pod's flow, a DNS answer to the forger's
+// own query forged from the server's address) was established and passed
+// unchecked. What goes to a pod interface is checked in forward, where the
+// output interface is known.
 func writePodRules(tx ops, want *ruleset) {
 	for _, glob := range want.podInterfaces {
-		tx.Add(&knftables.Rule{Chain: chainForward, Rule: "iifname " + quoteInterface(glob) + " jump " + chainFromPod})
+		tx.Add(&knftables.Rule{Chain: chainPrerouting, Rule: "iifname " + quoteInterface(glob) + " jump " + chainFromPod})
+	}
+	for _, glob := range want.podInterfaces {
 		tx.Add(&knftables.Rule{Chain: chainForward, Rule: "oifname " + quoteInterface(glob) + " jump " + chainToPod})
-		tx.Add(&knftables.Rule{Chain: chainInput, Rule: "iifname " + quoteInterface(glob) + " jump " + chainFromPod})
 	}
 }
 

@@ -356,7 +356,7 @@ func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transac
 
 // baseChains are the chains hooked into the kernel, in the order
 // writeBase declares them.
-var baseChains = []string{chainForward, chainInput, chainOutput}
+var baseChains = []string{chainPrerouting, chainForward, chainInput, chainOutput}
 
 func isBase(name string) bool { return slices.Contains(baseChains, name) }
 
@@ -382,8 +382,10 @@ func writeAll(tx *knftables.Transaction, want *ruleset, st *Stats) {
 func writeBase(tx *knftables.Transaction) {
 	tx.Add(&knftables.Table{Comment: knftables.PtrTo("netpol: Kubernetes network policy for the pods of this node")})
 	filter, forward, input, output, prio := knftables.FilterType, knftables.ForwardHook, knftables.InputHook, knftables.OutputHook, knftables.FilterPriority
+	prerouting, early := knftables.PreroutingHook, podCheckPriority
 	accept := knftables.AcceptPolicy
 	for _, c := range []*knftables.Chain{
+		{Name: chainPrerouting, Type: &filter, Hook: &prerouting, Priority: &early, Policy: &accept},
 		{Name: chainForward, Type: &filter, Hook: &forward, Priority: &prio, Policy: &accept},
 		{Name: chainInput, Type: &filter, Hook: &input, Priority: &prio, Policy: &accept},
 		{Name: chainOutput, Type: &filter, Hook: &output, Priority: &prio, Policy: &accept},
@@ -395,13 +397,14 @@ func writeBase(tx *knftables.Transaction) {
 }
 
 // writeBaseRules fills the base chains, once the chains they jump to exist:
-// held connections are dropped, packets of pod interfaces checked
-// (pods.go), then judged by the pods' rules; with record, what gets past
+// packets from pod interfaces are checked before conntrack sees them
+// (prerouting, pods.go), held connections are dropped, packets to pod
+// interfaces checked, then everything is judged by the pods' rules; with record, what gets past
 // both directions is recorded as allowed. The node's own packets (output)
 // meet only the holds: node-originated traffic is allowed, but must not
 // re-open a connection a policy cut.
 func writeBaseRules(tx ops, want *ruleset) {
-	for _, chain := range baseChains {
+	for _, chain := range []string{chainForward, chainInput, chainOutput} {
 		tx.Add(&knftables.Rule{Chain: chain, Rule: "ct state established,related accept"})
 		writeCutRules(tx, chain)
 	}

@@ -46,11 +46,12 @@ import (
 
 // Names of the fixed objects.
 const (
-	chainForward = "forward"
-	chainInput   = "input"
-	chainOutput  = "output"
-	chainEgress  = "egress"
-	chainIngress = "ingress"
+	chainPrerouting = "prerouting"
+	chainForward    = "forward"
+	chainInput      = "input"
+	chainOutput     = "output"
+	chainEgress     = "egress"
+	chainIngress    = "ingress"
 )
 
 // ruleset is the desired content of the table, keyed by object name, in a
