@@ -448,7 +448,11 @@ func (a *Agent) failedClosed(e *engine.Engine, diags diag.List) {
 	a.metrics.failedClosed.Reset()
 	var why []string
 	for _, p := range e.Policies().Policies() {
-		if !p.Invalid {
+		// An invalid NetworkPolicy is a tenant's: it is reported as an
+		// invalid object (an error finding, netpol_invalid_objects) and
+		// enforced failed closed, but does not make the node not ready,
+		// which a tenant must not be able to do to every node.
+		if !p.Invalid || p.Tier == policy.TierNetworkPolicy {
 			continue
 		}
 		a.metrics.failedClosed.WithLabelValues(p.Kind, p.Name).Set(1)

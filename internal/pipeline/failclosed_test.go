@@ -156,3 +156,104 @@ spec:
 		})
 	}
 }
+
+// npCluster: batch in shop, intruder in untrusted, and an outside
+// address; nothing isolates anyone until the case's NetworkPolicy.
+const npCluster = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop, labels: {ns: shop}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: untrusted, labels: {ns: untrusted}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: batch, namespace: shop, labels: {app: batch}}
+spec: {nodeName: node-1, containers: [{name: c}]}
+status: {podIP: 198.18.1.3}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: intruder, namespace: untrusted}
+spec: {nodeName: node-1, containers: [{name: c}]}
+status: {podIP: 198.18.2.1}
+`
+
+// TestAdversarialInvalidNetworkPolicyKeepsIsolating: a NetworkPolicy with
+// a rule netpol cannot read (values the API server stores: an except
+// written as an IPv4-mapped IPv6 prefix, a port range with end below
+// start in a file) still isolates its pods; the unreadable rule allows
+// nothing, the others allow what they say. Left out whole, it opened its
+// pods to everyone. The API server's own reading of a CIDR with leading
+// zeros is netpol's too.
+func TestAdversarialInvalidNetworkPolicyKeepsIsolating(t *testing.T) {
+	type flow struct {
+		from string
+		port uint16
+		want bool
+	}
+	for _, c := range []struct {
+		name, policy string
+		invalid      bool
+		flows        []flow
+	}{
+		{"an except netpol cannot read: that rule allows nothing", `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: p, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: batch}}
+  ingress:
+  - from: [{ipBlock: {cidr: 198.18.0.0/16, except: ["::ffff:198.18.9.0/120", "fd00::/8"]}}]
+    ports: [{port: 22}]
+  - from: [{namespaceSelector: {matchLabels: {ns: untrusted}}}]
+    ports: [{port: 80}]
+`, true, []flow{{"untrusted/intruder", 22, false}, {"198.19.0.1", 22, false}, {"untrusted/intruder", 80, true}, {"untrusted/intruder", 81, false}}},
+		{"a port range that ends below its start: that rule allows nothing", `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: p, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: batch}}
+  ingress:
+  - from: [{namespaceSelector: {}}]
+    ports: [{port: 9000, endPort: 8000}]
+`, true, []flow{{"untrusted/intruder", 8500, false}, {"untrusted/intruder", 80, false}}},
+		{"leading zeros, as the API server reads them", `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: p, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: batch}}
+  ingress:
+  - from: [{ipBlock: {cidr: 198.018.002.000/24}}]
+`, false, []flow{{"untrusted/intruder", 80, true}, {"198.19.0.1", 80, false}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dec := &source.Decoder{}
+			objs := dec.Decode("in.yaml", []byte(npCluster+"---\n"+c.policy))
+			e, diags, err := pipeline.Build(objs, dec.Diags, pipeline.Options{SkipInvalid: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(diags.Errors()) > 0; got != c.invalid {
+				t.Fatalf("errors %v, want %v: %v", diags.Errors(), c.invalid, diags)
+			}
+			dst, err := e.Endpoint("shop/batch")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range c.flows {
+				src, err := e.Endpoint(f.from)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := e.Allowed(engine.Flow{Src: src, Dst: dst, Port: l4.Port{Proto: l4.TCP, Num: f.port}}); got != f.want {
+					t.Errorf("%s -> shop/batch %d/tcp: allowed %v, want %v", f.from, f.port, got, f.want)
+				}
+			}
+		})
+	}
+}

@@ -77,8 +77,9 @@ spec: {podSelector: {}}
 
 // TestSkipInvalid: by default one invalid object fails the build; with
 // SkipInvalid (the agent) the build keeps the rest and reports it: an
-// invalid NetworkPolicy is left out, an invalid admin policy is kept in
-// its fail-closed form (its Allow rule then matches nothing), and an admin
+// invalid policy is kept in its fail-closed form (an invalid NetworkPolicy
+// rule allows nothing, an admin policy's Allow rule then matches nothing),
+// and an admin
 // policy the decoder could not read refuses the input (leaving it out
 // could lift its denies).
 func TestSkipInvalid(t *testing.T) {
@@ -94,7 +95,7 @@ func TestSkipInvalid(t *testing.T) {
 		{"out-of-range priority", input, "input.yaml (document 4): AdminNetworkPolicy bad: spec.priority: must be between 0 and 1000",
 			"AdminNetworkPolicy bad", "spec.priority", "bad", 1, false},
 		{"invalid NetworkPolicy", invalidNP, "input.yaml (document 2): NetworkPolicy shop/bad: spec.ingress[0].ports[0].protocol: unsupported value",
-			"NetworkPolicy shop/bad", "spec.ingress[0].ports[0].protocol", "", 1, false},
+			"NetworkPolicy shop/bad", "spec.ingress[0].ports[0].protocol", "", 2, false},
 		{"unknown field", unknownField, "input.yaml (document 2): AdminNetworkPolicy dns-only: spec.egress[0].port: unknown field",
 			"AdminNetworkPolicy dns-only", "spec.egress[0].port", "", 0, true},
 	}

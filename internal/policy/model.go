@@ -124,8 +124,7 @@ type Policy struct {
 	Audit  Audit
 	Staged bool
 	// Invalid: the object has errors, and this is its fail-closed form
-	// (admin policies; see admin.go). A NetworkPolicy with errors is left
-	// out instead.
+	// (admin policies: admin.go; NetworkPolicies: networkpolicy.go).
 	Invalid bool
 }
 

@@ -9,6 +9,13 @@ import (
 
 // networkPolicy normalises a networking.k8s.io/v1 NetworkPolicy (or the
 // extensions/v1beta1 one of the original proposal).
+//
+// One with errors is kept in its fail-closed form (Policy.Invalid), never
+// left out: left out, it would stop isolating its pods, and any value the
+// API server stores that netpol cannot read would open them to everyone.
+// So an unreadable rule allows nothing (failClosed), an unreadable pod
+// selector selects every pod of the namespace, and an unknown policy type
+// isolates both directions; what it can read stays as written.
 func (n *normalizer) networkPolicy(np *networkingv1.NetworkPolicy) *Policy {
 	if np.Namespace == "" {
 		np.Namespace = "default"
@@ -19,9 +26,13 @@ func (n *normalizer) networkPolicy(np *networkingv1.NetworkPolicy) *Policy {
 	// cannot even store the difference).
 	legacy := np.APIVersion == "extensions/v1beta1"
 	p := &Policy{Ref: n.ref(KindNetworkPolicy), Origin: n.obj.Origin, Tier: TierNetworkPolicy}
+	before := n.errors()
 	p.Subject = PodSelector{
 		Namespaces: NamespaceSelector{Match: NamespaceName, Name: np.Namespace},
 		Pods:       n.selector("spec.podSelector", &np.Spec.PodSelector),
+	}
+	if n.errors() > before {
+		p.Subject.Pods = Everything
 	}
 	if len(np.Spec.PolicyTypes) == 0 {
 		// Defaulting: Ingress always; Egress iff there are egress rules.
@@ -36,22 +47,32 @@ func (n *normalizer) networkPolicy(np *networkingv1.NetworkPolicy) *Policy {
 			p.Isolates[Egress] = true
 		default:
 			n.r.Errorf(idx("spec.policyTypes", i), "unsupported value %q: supported values: \"Ingress\", \"Egress\"", t)
+			p.Isolates[Ingress], p.Isolates[Egress] = true, true
 		}
 	}
 	for i, rule := range np.Spec.Ingress {
 		field := idx("spec.ingress", i)
 		r := &Rule{Policy: p, Dir: Ingress, Index: i, Action: Allow}
+		before := n.errors()
 		n.npPeers(r, field+".from", rule.From, legacy, np.Namespace)
 		n.npPorts(r, field+".ports", rule.Ports, legacy)
+		if n.errors() > before {
+			failClosed(r)
+		}
 		p.Rules[Ingress] = append(p.Rules[Ingress], r)
 	}
 	for i, rule := range np.Spec.Egress {
 		field := idx("spec.egress", i)
 		r := &Rule{Policy: p, Dir: Egress, Index: i, Action: Allow}
+		before := n.errors()
 		n.npPeers(r, field+".to", rule.To, legacy, np.Namespace)
 		n.npPorts(r, field+".ports", rule.Ports, legacy)
+		if n.errors() > before {
+			failClosed(r)
+		}
 		p.Rules[Egress] = append(p.Rules[Egress], r)
 	}
+	p.Invalid = n.errors() > 0
 	for _, d := range []Direction{Ingress, Egress} {
 		if len(p.Rules[d]) > 0 && !p.Isolates[d] {
 			n.r.Warnf("spec.policyTypes", "has %s rules but does not list %s: the rules have no effect", d, map[Direction]string{Ingress: "Ingress", Egress: "Egress"}[d])

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/binary"
+	netutils "k8s.io/utils/net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -144,13 +145,29 @@ func failClosedMeans(a Action) string {
 	return "this " + a.String() + " rule now denies all traffic"
 }
 
-// cidr parses a CIDR, masking host bits (with a warning, as the API server
-// accepts them).
+// cidr parses a CIDR as the API server reads it: IPv4 fields with leading
+// zeros are decimal (it stores 10.001.0.0/16 as written), an IPv4-mapped
+// IPv6 prefix (::ffff:10.1.0.0/112) is the IPv4 prefix it maps, and host
+// bits are masked (with a warning each). A CIDR netpol read otherwise than
+// the API server would make a policy invalid that the cluster enforces.
 func (n *normalizer) cidr(field, s string) (netip.Prefix, bool) {
-	p, err := netip.ParsePrefix(strings.TrimSpace(s))
+	s = strings.TrimSpace(s)
+	p, err := netip.ParsePrefix(s)
 	if err != nil {
-		n.r.Errorf(field, "invalid CIDR %q: %v", s, err)
-		return netip.Prefix{}, false
+		_, sloppy, serr := netutils.ParseCIDRSloppy(s)
+		if serr != nil {
+			n.r.Errorf(field, "invalid CIDR %q: %v", s, err)
+			return netip.Prefix{}, false
+		}
+		addr, _ := netip.AddrFromSlice(sloppy.IP)
+		ones, _ := sloppy.Mask.Size()
+		p = netip.PrefixFrom(addr.Unmap(), ones)
+		n.r.Warnf(field, "%s has leading zeros, which the API server reads as decimal: it means %s", s, p)
+	}
+	if p.Addr().Is4In6() && p.Bits() >= 96 {
+		m := netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		n.r.Warnf(field, "%s is an IPv4-mapped IPv6 prefix: it means %s", s, m)
+		p = m
 	}
 	if m := p.Masked(); m != p {
 		n.r.Warnf(field, "%s has host bits set; it means %s", s, m)

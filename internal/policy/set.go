@@ -207,8 +207,8 @@ func normalizeObject(o source.Object, sels *selectors) (out normalized) {
 	case *v1alpha2.ClusterNetworkPolicy:
 		p = n.clusterNetworkPolicy(v)
 	}
-	// An admin policy with errors is kept in its fail-closed form; any
-	// other policy with errors is left out.
+	// A policy with errors is kept in its fail-closed form (Invalid);
+	// one without that form is left out.
 	if p != nil && (p.Invalid || len(out.diags.Errors()) == 0) {
 		n.annotations(p)
 		out.p = p
