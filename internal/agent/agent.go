@@ -31,6 +31,7 @@ import (
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/pipeline"
+	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/render/nft"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/state"
@@ -70,9 +71,15 @@ type Config struct {
 	// DNS learns the addresses of domainNames rules (dns.go); nil: they
 	// are never learned, so their connections are denied.
 	DNS DNSLearner
-	// DNSServers are the addresses whose DNS answers teach; none: the
-	// cluster IPs of the Service kube-system/kube-dns in the input.
+	// DNSServers are the addresses whose DNS answers teach; none: those
+	// ClusterDNS gives, or else the cluster IPs of the Service
+	// kube-system/kube-dns in the input.
 	DNSServers []netip.Addr
+	// ClusterDNS, when set, gives the cluster DNS's addresses as they are
+	// now (the CLI reads kube-system/kube-dns from the API server, again
+	// and again), or why it cannot: the agent is not ready while
+	// domainNames rules have no server to learn from.
+	ClusterDNS func() ([]netip.Addr, error)
 	// Record keeps the record of observed traffic (record.go); nil: the
 	// kernel records nothing.
 	Record Recorder
@@ -128,16 +135,25 @@ type Status struct {
 	// CutFor is the input whose conntrack cut is done (Cut counts it):
 	// equal to Programmed once the connections it denies are cut.
 	CutFor string `json:"conntrackCutFor,omitempty"`
+	// FailedClosed lists the errors of the admin policies that are
+	// invalid and enforced in their fail-closed form (an invalid rule
+	// denies all traffic, an invalid Allow rule matches nothing): the
+	// agent is not ready while there are any.
+	FailedClosed []string `json:"failedClosed,omitempty"`
 	// Repaired counts the times the agent found its table changed by
 	// someone else and programmed it again; Drift says what it found
 	// last.
-	Repaired int         `json:"driftRepaired"`
-	Drift    string      `json:"drift,omitempty"`
-	Pods     int         `json:"localPods"`
-	Tables   int         `json:"tables"`
-	Time     time.Time   `json:"time"`
-	Took     string      `json:"took"`
-	IR       *compile.IR `json:"-"`
+	Repaired int    `json:"driftRepaired"`
+	Drift    string `json:"drift,omitempty"`
+	// Refused are the NetworkPolicies this node does not program as
+	// written because they are too large (compile.Refusal): each isolates
+	// its pods and allows nothing.
+	Refused []string    `json:"refused,omitempty"`
+	Pods    int         `json:"localPods"`
+	Tables  int         `json:"tables"`
+	Time    time.Time   `json:"time"`
+	Took    string      `json:"took"`
+	IR      *compile.IR `json:"-"`
 }
 
 // Agent runs the loop for one node.
@@ -150,6 +166,9 @@ type Agent struct {
 	logTx    func(string)
 	metrics  *metrics
 	health   health
+	// dnsLast is what the DNS learner was last given (dns.go), so that a
+	// pass with the input unchanged can still follow the cluster DNS.
+	dnsLast dnsUpdate
 	// unreported holds the outcome that the Reporter failed to publish, to
 	// retry on the next pass.
 	unreported *outcome
@@ -347,6 +366,7 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 		if o := a.unreported; o != nil {
 			a.report(ctx, o.findings, o.err)
 		}
+		a.followDNS(ctx)
 		if fp == a.badInput {
 			return a.badErr
 		}
@@ -361,6 +381,9 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 	e, diags, err := a.builder.Build(objects, decoded)
 	a.logFindings(diags)
 	a.metrics.invalid.Set(float64(countObjects(diags.Errors())))
+	if err == nil {
+		a.failedClosed(e, diags)
+	}
 	if err != nil {
 		a.metrics.errors.WithLabelValues(stageInput).Inc()
 		err = fmt.Errorf("input %s not programmed: %w", fp, err)
@@ -369,7 +392,8 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 		return a.fail(err)
 	}
 	ir := a.compiler.Node(e, a.cfg.Node)
-	compile.AddStaged(ir, e)
+	diags = append(diags, a.refused(ir.Refused)...)
+	a.compiler.AddStaged(ir, e)
 	a.bindInterfaces(ir)
 	if a.cfg.Audit != nil {
 		// Before the kernel logs with the new rules; the auditor keeps the
@@ -416,6 +440,47 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 		"operations", a.status.Stats.Operations, "conntrackCut", a.status.Cut, "took", a.status.Took)
 	a.report(ctx, diags, nil)
 	return a.writeStatus()
+}
+
+// failedClosed notes the admin policies of e that are enforced in their
+// fail-closed form, with their errors from diags: in the status, the
+// metric, and /readyz.
+func (a *Agent) failedClosed(e *engine.Engine, diags diag.List) {
+	a.metrics.failedClosed.Reset()
+	var why []string
+	for _, p := range e.Policies().Policies() {
+		if !p.Invalid {
+			continue
+		}
+		a.metrics.failedClosed.WithLabelValues(p.Kind, p.Name).Set(1)
+		for _, d := range diags.Errors() {
+			if d.Object == p.Ref.String() {
+				why = append(why, d.String())
+			}
+		}
+	}
+	a.status.FailedClosed = why
+	a.health.setFailedClosed(why)
+}
+
+// refused logs the policies that compile refused as too large, when they
+// change, counts them, keeps them in the status, and returns them as
+// findings for the Reporter: errors that name the policy.
+func (a *Agent) refused(refusals []*compile.Refusal) diag.List {
+	var texts []string
+	var out diag.List
+	for _, r := range refusals {
+		texts = append(texts, r.Error())
+		out = append(out, diag.Diagnostic{Severity: diag.Error, Object: r.Policy.String(), Message: r.Error()})
+	}
+	if !slices.Equal(texts, a.status.Refused) {
+		for _, r := range refusals {
+			klog.ErrorS(r, "Policy refused: its pods stay isolated, it allows nothing", "node", a.cfg.Node, "policy", r.Policy.String())
+		}
+	}
+	a.status.Refused = texts
+	a.metrics.refused.Set(float64(len(refusals)))
+	return out
 }
 
 // enforcesOnlyWhatIsKnown reports whether an incomplete input (some
@@ -492,6 +557,8 @@ func (a *Agent) logFindings(l diag.List) {
 		}
 		if d.Severity == diag.Error && d.Object == "" {
 			klog.ErrorS(nil, "Invalid input: none of it is programmed", "finding", s)
+		} else if d.Severity == diag.Error && policy.IsAdminKind(d.ObjectKind()) {
+			klog.ErrorS(nil, "Invalid admin policy enforced failed closed (or, unreadable, the input refused)", "finding", s)
 		} else if d.Severity == diag.Error {
 			klog.ErrorS(nil, "Invalid object left out", "finding", s)
 		} else {

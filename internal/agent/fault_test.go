@@ -77,7 +77,7 @@ kind: AdminNetworkPolicy
 metadata: {name: broken}
 spec:
   priority: 10
-  subject: {namespaces: {}}
+  subject: {namespaces: {matchLabels: {team: none}}}
   ingress: [{name: r, action: Maybe, from: [{namespaces: {}}]}]
 `
 
@@ -98,8 +98,9 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 }
 
 // TestFaultInvalidFileLeavesOutOnlyItself: with --source DIR, one invalid
-// admin policy must not stop the node: the valid policies are enforced on
-// a fresh node, and a running node takes the next valid change.
+// admin policy must not stop the node: it is enforced failed closed (its
+// subject holds no pod here), the valid policies are enforced on a fresh
+// node, and a running node takes the next valid change.
 func TestFaultInvalidFileLeavesOutOnlyItself(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"cluster.yaml": oneNode, "deny-web.yaml": denyWeb, "broken.yaml": invalidANP})

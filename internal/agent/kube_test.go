@@ -196,8 +196,8 @@ func keysOf(t *testing.T, fake *knftables.Fake, kind, m string) string {
 }
 
 // TestAgentReportsStatus runs two nodes' agents against a real API server:
-// an invalid AdminNetworkPolicy is left out while the rest is enforced, and
-// reported as Accepted=False with a Warning Event; a valid one is Accepted
+// an invalid AdminNetworkPolicy is enforced failed closed while the rest is
+// enforced as written, and reported as Accepted=False with a Warning Event; a valid one is Accepted
 // and Programmed; a node that fails adds its own condition, which goes
 // away when it recovers; fixing the invalid policy makes it Accepted at
 // its new generation. Status writes do not count as input changes.
@@ -248,16 +248,16 @@ spec:
 	if err := a.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The invalid policy is left out, the rest enforced: web is isolated
-	// by its NetworkPolicy, and deny-remote gives every pod of node-1 an
-	// ingress table.
+	// The invalid policy is enforced failed closed (its rule denies all
+	// ingress), the rest as written: web is isolated by its NetworkPolicy,
+	// and deny-remote gives every pod of node-1 an ingress table.
 	if st := a.Status(); st.Error != "" || st.Pods != 2 || st.Tables != 2 {
 		t.Fatalf("pass: error %q, %d pods, %d tables; want no error, 2 pods, 2 tables", st.Error, st.Pods, st.Tables)
 	}
 	waitConditions(t, w, "AdminNetworkPolicy deny-remote", 1,
 		"Accepted=True/Valid", "Programmed=True/Programmed")
 	bad := waitConditions(t, w, "AdminNetworkPolicy backwards-range", 1,
-		"Accepted=False/Invalid", "Programmed=False/Invalid")
+		"Accepted=False/Invalid", "Programmed=False/FailedClosed")
 	const why = "spec.ingress[0].ports[0].portRange: start (9000) must be less than end (8000)"
 	if msg := bad.Conditions[0].Message; !strings.Contains(msg, why) {
 		t.Errorf("Accepted message = %q, want it to contain %q", msg, why)

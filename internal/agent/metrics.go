@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,10 +24,13 @@ type metrics struct {
 	elements prometheus.Gauge
 	pods     prometheus.Gauge
 	invalid  prometheus.Gauge
-	errors   *prometheus.CounterVec
-	cut      prometheus.Counter
-	drift    prometheus.Counter
-	failing  prometheus.Gauge
+	// failedClosed: 1 for each invalid admin policy enforced failed closed.
+	failedClosed *prometheus.GaugeVec
+	refused      prometheus.Gauge
+	errors       *prometheus.CounterVec
+	cut          prometheus.Counter
+	drift        prometheus.Counter
+	failing      prometheus.Gauge
 }
 
 // Stages of netpol_errors_total.
@@ -52,7 +56,13 @@ func newMetrics() *metrics {
 		sets:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_nft_sets", Help: "Sets and verdict maps in the inet netpol table."}),
 		elements: prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_nft_set_elements", Help: "Elements in those sets and maps."}),
 		pods:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_local_pods", Help: "Pods of this node that the agent programs."}),
-		invalid:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_invalid_objects", Help: "Objects left out of enforcement because they are invalid."}),
+		invalid: prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_invalid_objects",
+			Help: "Invalid objects: left out of enforcement, or admin policies enforced failed closed (netpol_admin_policy_failed_closed)."}),
+		failedClosed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "netpol_admin_policy_failed_closed",
+			Help: "1 for each invalid admin policy, enforced in its fail-closed form: its invalid rules deny all traffic, an invalid Allow rule matches nothing. The agent is not ready meanwhile."},
+			[]string{"kind", "name"}),
+		refused: prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_policies_refused",
+			Help: "NetworkPolicies this node programs as allowing nothing because they are too large; their pods stay isolated."}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "netpol_errors_total",
 			Help: "Failed passes by stage: input, kernel, status, dns."}, []string{"stage"}),
 		cut: prometheus.NewCounter(prometheus.CounterOpts{Name: "netpol_conntrack_entries_cut_total",
@@ -62,7 +72,7 @@ func newMetrics() *metrics {
 		Help: "Times the agent found its nftables table changed by someone else and programmed it again."})
 	m.failing = prometheus.NewGauge(prometheus.GaugeOpts{Name: "netpol_sync_failures_in_a_row",
 		Help: "Passes failed since the last good one (0: the kernel enforces the input); retries back off."})
-	m.registry.MustRegister(m.sync, m.latency, m.chains, m.rules, m.sets, m.elements, m.pods, m.invalid, m.errors, m.cut,
+	m.registry.MustRegister(m.sync, m.latency, m.chains, m.rules, m.sets, m.elements, m.pods, m.invalid, m.failedClosed, m.refused, m.errors, m.cut,
 		m.drift, m.failing,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	for _, stage := range []string{stageInput, stageKernel, stageStatus, stageDNS} {
@@ -73,16 +83,26 @@ func newMetrics() *metrics {
 
 // health is what /healthz and /readyz answer from.
 type health struct {
-	mu       sync.Mutex
-	loop     time.Time // last start of a loop iteration
-	ready    bool      // some input has been programmed
-	failing  error     // the last pass failed: the kernel enforces older input
-	deadline time.Duration
+	mu      sync.Mutex
+	loop    time.Time // last start of a loop iteration
+	ready   bool      // some input has been programmed
+	failing error     // the last pass failed: the kernel enforces older input
+	noDNS   error     // domainNames rules, and no DNS server to learn their addresses from
+	// failedClosed: the errors of the admin policies the kernel enforces
+	// in their fail-closed form, not as written.
+	failedClosed []string
+	deadline     time.Duration
 }
 
 func (h *health) failed(err error) {
 	h.mu.Lock()
 	h.failing = err
+	h.mu.Unlock()
+}
+
+func (h *health) setFailedClosed(why []string) {
+	h.mu.Lock()
+	h.failedClosed = why
 	h.mu.Unlock()
 }
 
@@ -135,15 +155,24 @@ func (a *Agent) Handler() http.Handler {
 			}
 		}
 		a.health.mu.Lock()
-		ready, failing := a.health.ready, a.health.failing
+		ready, failing, noDNS, failedClosed := a.health.ready, a.health.failing, a.health.noDNS, a.health.failedClosed
 		a.health.mu.Unlock()
 		if !ready {
 			http.Error(w, "nothing programmed yet", http.StatusServiceUnavailable)
 			return
 		}
+		if noDNS != nil {
+			http.Error(w, noDNS.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		if failing != nil {
 			http.Error(w, "the last pass failed, the kernel keeps enforcing the last input programmed: "+failing.Error(),
 				http.StatusServiceUnavailable)
+			return
+		}
+		if len(failedClosed) > 0 {
+			http.Error(w, "invalid admin policies are enforced failed closed (an invalid rule denies all traffic, an invalid Allow rule matches nothing), not as written:\n"+
+				strings.Join(failedClosed, "\n"), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/knftables"
 
 	"github.com/netpol/netpol/internal/agent"
-	"github.com/netpol/netpol/internal/compile"
 	"github.com/netpol/netpol/internal/dnsproxy"
 	"github.com/netpol/netpol/internal/observed"
 	"github.com/netpol/netpol/internal/render/nft"
@@ -139,7 +138,7 @@ func wantMetrics(t *testing.T, base string, want map[string]string) {
 // answers' hold needs.
 type countingLearner struct{ stats int }
 
-func (l *countingLearner) Update(context.Context, []netip.Addr, []netip.Addr, []*compile.DomainSet) error {
+func (l *countingLearner) Update(context.Context, dnsproxy.Scope) error {
 	return nil
 }
 func (l *countingLearner) Stats() dnsproxy.Stats              { l.stats++; return dnsproxy.Stats{Answers: 7} }

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -128,18 +129,26 @@ connections are cut as well as new ones refused. A cut connection is held in
 the kernel (sets cut-4, cut-6) so that neither side re-opens it by sending
 next; the hold lasts while packets keep coming and two minutes after.
 
-An invalid object is left out (the others stay enforced) and reported; in a
-cluster: every AdminNetworkPolicy, BaselineAdminNetworkPolicy and
-ClusterNetworkPolicy gets the conditions Accepted and Programmed, a node that
-cannot program gets its own netpol.io/NotProgrammed.<node> condition, and an
-invalid policy gets a Warning Event (reason InvalidPolicy).
+An invalid object is left out (the others stay enforced) and reported, but
+for an invalid admin policy, which would lift its denies: it is enforced
+failed closed (an invalid rule denies all traffic, an invalid Allow rule
+matches nothing), the agent is not ready (/readyz and the --status file name
+it and why) and sets netpol_admin_policy_failed_closed. In a cluster: every
+AdminNetworkPolicy, BaselineAdminNetworkPolicy and ClusterNetworkPolicy gets
+the conditions Accepted and Programmed (an invalid one Accepted=False and
+Programmed=False/FailedClosed), a node that cannot program gets its own
+netpol.io/NotProgrammed.<node> condition, and an invalid policy gets a
+Warning Event (reason InvalidPolicy).
 
 On start it takes over whatever "inet netpol" holds (after a restart or a
 crash) in the same single transaction: there is no moment without rules and
 no stale rule is left. While the API server is unreachable the rules last
 programmed stay, and the watch catches up within seconds when it is back.
 The admin policy kinds are CRDs: one whose CRD is not installed has no
-policies, and is looked for again every minute; while the agent cannot
+policies, and is looked for again every minute (a kind is taken as not
+installed only when discovery says so three times over 10 s and a list of it
+answers 404 too; meanwhile it keeps its policies and the agent is not
+ready); while the agent cannot
 tell whether the API server serves one (discovery fails: a timeout, a 503,
 a 403), it keeps the rules last programmed, is not ready (/readyz), sets
 netpol_admin_policy_resource_state{state="unknown"}, sends a Warning Event
@@ -246,7 +255,9 @@ func (o *agentOptions) addFlags(fl *pflag.FlagSet) {
 	fl.IntVar(&o.dnsLimits.MaxAddresses, "dns-max-addresses", o.dnsLimits.MaxAddresses, "the most addresses learned on this node at once; past it an answer teaches nothing new (metric netpol_dns_addresses_capped_total, a Warning Event DNSAddressCapReached)")
 	fl.Uint16Var(&o.dnsKernel.Port, "dns-proxy-port", o.dnsKernel.Port, "the node port that held DNS answers are diverted to (TPROXY; any address)")
 	fl.Uint32Var(&o.dnsKernel.Mark, "dns-mark", o.dnsKernel.Mark, "the packet mark bit that routes held DNS answers to the proxy; pick one that kube-proxy and the CNI leave alone")
-	fl.IntVar(&o.dnsKernel.RouteTable, "dns-route-table", o.dnsKernel.RouteTable, "the routing table that the mark's rule looks up (it holds one local default route)")
+	fl.IntVar(&o.dnsKernel.RouteTable, "dns-route-table", o.dnsKernel.RouteTable, "the routing table that the mark's rule looks up (it holds one local default route); the rule and the route are removed when the agent stops")
+	fl.Uint16Var(&o.dnsKernel.LogGroup, "dns-log-group", o.dnsKernel.LogGroup, "the NFLOG group that local pods' DNS queries are logged to: an answer teaches only if it answers one")
+	fl.IntVar(&o.dnsLimits.MaxNamesPerAddress, "dns-max-names-per-address", o.dnsLimits.MaxNamesPerAddress, "the most names kept for one learned address (the audit log's); names past an address's first count toward --dns-max-addresses")
 	// klog's verbosity, as every Kubernetes component spells it.
 	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -373,7 +384,13 @@ func (o *agentOptions) input(ctx context.Context, cmd *cobra.Command) (record.Ev
 	}
 	o.cfg.Input = w
 	if o.dnsProxy && len(o.cfg.DNSServers) == 0 && !o.cfg.DryRun {
-		o.cfg.DNSServers = clusterDNSServers(ctx, rc)
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return nil, err
+		}
+		d := &clusterDNS{cs: cs}
+		go d.run(ctx)
+		o.cfg.ClusterDNS = d.current
 	}
 	if rec != nil {
 		if o.cfg.Reporter, err = statusWriter(rc, o.cfg.Node, w, rec); err != nil {
@@ -397,14 +414,15 @@ func (o *agentOptions) kernel(ctx context.Context, cmd *cobra.Command, rec recor
 	}
 	o.cfg.Conntrack = dataplane.Conntrack{}
 	o.cfg.Generation = dataplane.Generation
+	stopDNS := func() {}
 	o.cfg.PodLinks = dataplane.RouteDevices
 	o.cfg.LocalAddrs = dataplane.LocalAddrs
 	if o.dnsProxy {
-		p, err := startDNSProxy(ctx, o.cfg.Node, o.dnsKernel, o.dnsLimits, rec)
+		p, stop, err := startDNSProxy(ctx, o.cfg.Node, o.dnsKernel, o.dnsLimits, rec)
 		if err != nil {
 			return nil, nil, err
 		}
-		o.cfg.DNS = p
+		o.cfg.DNS, stopDNS = p, stop
 	}
 	closeAudit, closeRecord := func() {}, func() {}
 	if o.auditLog != "off" {
@@ -415,7 +433,7 @@ func (o *agentOptions) kernel(ctx context.Context, cmd *cobra.Command, rec recor
 	if o.recordPath != "" {
 		closeRecord = o.startRecord(ctx)
 	}
-	return iface, func() { closeRecord(); closeAudit() }, nil
+	return iface, func() { closeRecord(); closeAudit(); stopDNS() }, nil
 }
 
 // startRecord opens the kernel's record group, continues the record file,
@@ -489,11 +507,7 @@ func (o *agentOptions) renderer(iface knftables.Interface) *nft.Renderer {
 		r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
 	}
 	r.ListObjectsWith(dataplane.Objects{Family: unix.NFPROTO_INET, Table: nft.TableName})
-	var uts unix.Utsname
-	release := "unknown"
-	if err := unix.Uname(&uts); err == nil {
-		release = unix.ByteSliceToString(uts.Release[:])
-	}
+	release := kernelRelease()
 	if nft.NeedsDeleteLater(release) {
 		klog.InfoS("Kernel before 6.2, or release unknown: chains and sets a change leaves unused are deleted in a later transaction", "release", release)
 		r.DeleteLater(true)
@@ -501,22 +515,78 @@ func (o *agentOptions) renderer(iface knftables.Interface) *nft.Renderer {
 	return r
 }
 
-// clusterDNSServers reads the cluster IPs of the Service kube-system/
-// kube-dns, the servers whose answers teach domainNames addresses (the
-// agent watches no Services; deploy/dns-role.yaml lets it get this one).
-// None, with the reason logged, when it cannot: domainNames connections
-// are then denied until --dns-server names the servers.
-func clusterDNSServers(ctx context.Context, rc *rest.Config) []netip.Addr {
-	cs, err := kubernetes.NewForConfig(rc)
-	if err == nil {
-		var addrs []netip.Addr
-		if addrs, err = serviceAddrs(ctx, cs, "kube-system", "kube-dns"); err == nil {
-			klog.InfoS("DNS answers of the cluster DNS teach domainNames addresses", "service", "kube-system/kube-dns", "addresses", addrs)
-			return addrs
+// kernelRelease is uname -r, or "unknown".
+func kernelRelease() string {
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		return "unknown"
+	}
+	return unix.ByteSliceToString(uts.Release[:])
+}
+
+// clusterDNS follows the cluster IPs of the Service kube-system/kube-dns,
+// the servers whose answers teach domainNames addresses (the agent
+// watches no Services; deploy/dns-role.yaml lets it get this one): read
+// at start, again every clusterDNSEvery, and sooner after a failure. Until
+// it is read, domainNames connections are denied and the agent is not
+// ready (agent.Config.ClusterDNS).
+type clusterDNS struct {
+	cs kubernetes.Interface
+
+	mu    sync.Mutex
+	addrs []netip.Addr
+	err   error
+}
+
+// How often the cluster DNS is read: it rarely changes, and a failed
+// read is retried from clusterDNSRetry, doubling up to clusterDNSEvery.
+const (
+	clusterDNSEvery = 30 * time.Second
+	clusterDNSRetry = time.Second
+)
+
+func (d *clusterDNS) run(ctx context.Context) {
+	retry := clusterDNSRetry
+	for {
+		wait := clusterDNSEvery
+		if d.read(ctx) != nil {
+			wait, retry = retry, min(2*retry, clusterDNSEvery)
+		} else {
+			retry = clusterDNSRetry
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
 		}
 	}
-	klog.ErrorS(err, "No cluster DNS to learn domainNames addresses from: their connections are denied; give --dns-server")
-	return nil
+}
+
+// read reads the Service once; a failure keeps no addresses (the Service
+// may be gone), and is logged when it is new.
+func (d *clusterDNS) read(ctx context.Context) error {
+	addrs, err := serviceAddrs(ctx, d.cs, "kube-system", "kube-dns")
+	d.mu.Lock()
+	changed := !slices.Equal(addrs, d.addrs) || (err == nil) != (d.err == nil)
+	d.addrs, d.err = addrs, err
+	d.mu.Unlock()
+	switch {
+	case changed && err == nil:
+		klog.InfoS("DNS answers of the cluster DNS teach domainNames addresses", "service", "kube-system/kube-dns", "addresses", addrs)
+	case changed:
+		klog.ErrorS(err, "No cluster DNS to learn domainNames addresses from: their connections are denied until it can be read; or give --dns-server")
+	}
+	return err
+}
+
+// current is what the last read found.
+func (d *clusterDNS) current() ([]netip.Addr, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.addrs == nil && d.err == nil {
+		return nil, fmt.Errorf("Service kube-system/kube-dns not read yet")
+	}
+	return d.addrs, d.err
 }
 
 // serviceAddrs returns the cluster IPs of one Service.
@@ -546,23 +616,42 @@ func serviceAddrs(ctx context.Context, cs kubernetes.Interface, namespace, name 
 // startDNSProxy starts the proxy that learns domainNames addresses
 // (package dnsproxy) in the background. A kernel that cannot divert
 // answers (no TPROXY) costs domainNames, not enforcement: the error is
-// logged and their connections are denied.
-func startDNSProxy(ctx context.Context, node string, k dnsproxy.Kernel, limits dnsproxy.Limits, rec record.EventRecorder) (*dnsproxy.Proxy, error) {
+// logged and their connections are denied. The returned function stops
+// it and waits until it has taken its table and routing away (at most
+// dnsStopTimeout).
+func startDNSProxy(ctx context.Context, node string, k dnsproxy.Kernel, limits dnsproxy.Limits, rec record.EventRecorder) (*dnsproxy.Proxy, func(), error) {
 	divert, err := knftables.New(knftables.InetFamily, dnsproxy.TableName)
 	if err != nil {
-		return nil, fmt.Errorf("nftables is not usable here: %w", err)
+		return nil, nil, fmt.Errorf("nftables is not usable here: %w", err)
 	}
-	elements := dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName}
+	// Every answer must push its addresses' expiry out again, also when
+	// it repeats the TTL that taught them.
+	elements := dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName,
+		RefreshByDelete: !dataplane.RefreshesInPlace(kernelRelease())}
 	p := dnsproxy.New(dnsproxy.Config{Kernel: k, Limits: limits, NFT: divert,
 		Write:  func(elems []dataplane.Element) error { return elements.Write(elems, dataplane.Unused{}) },
 		CapHit: capReached(node, rec)})
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		if err := p.Run(ctx); err != nil {
 			klog.ErrorS(err, "No DNS proxy: addresses of domainNames rules are not learned, their connections are denied", "node", node)
 		}
 	}()
-	return p, nil
+	return p, func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(dnsStopTimeout):
+			klog.InfoS("The DNS proxy did not stop in time; its routing rule may stay", "mark", k.Mark, "table", k.RouteTable)
+		}
+	}, nil
 }
+
+// dnsStopTimeout bounds how long an agent that stops waits for the DNS
+// proxy to remove its table and routing.
+const dnsStopTimeout = 5 * time.Second
 
 // capReached says, in the log and with a Warning Event about the node,
 // that DNS answers teach nothing new because --dns-max-addresses are

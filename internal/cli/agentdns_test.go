@@ -46,3 +46,39 @@ func TestCapReachedEvent(t *testing.T) {
 	}
 	capReached("node-1", nil)(dnsproxy.Stats{}) // no recorder: the log only
 }
+
+// TestAdversarialClusterDNSRetried: kube-dns is not there when the agent
+// starts; a later read finds it (the agent reads again until it does, and
+// then every clusterDNSEvery), and one that finds it gone again forgets
+// its addresses.
+func TestAdversarialClusterDNSRetried(t *testing.T) {
+	cs := fake.NewSimpleClientset()
+	d := &clusterDNS{cs: cs}
+	if _, err := d.current(); err == nil {
+		t.Error("before any read: no error")
+	}
+	if err := d.read(t.Context()); err == nil {
+		t.Error("reading a missing kube-dns: no error")
+	}
+	if addrs, err := d.current(); addrs != nil || err == nil {
+		t.Errorf("kube-dns missing: %v %v, want an error", addrs, err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"},
+		Spec: corev1.ServiceSpec{ClusterIP: "198.18.0.10", ClusterIPs: []string{"198.18.0.10"}}}
+	if _, err := cs.CoreV1().Services("kube-system").Create(t.Context(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.read(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if addrs, err := d.current(); err != nil || !slices.Equal(addrs, []netip.Addr{netip.MustParseAddr("198.18.0.10")}) {
+		t.Errorf("kube-dns created: %v %v, want 198.18.0.10", addrs, err)
+	}
+	if err := cs.CoreV1().Services("kube-system").Delete(t.Context(), "kube-dns", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_ = d.read(t.Context())
+	if addrs, err := d.current(); addrs != nil || err == nil {
+		t.Errorf("kube-dns deleted: %v %v, want an error", addrs, err)
+	}
+}

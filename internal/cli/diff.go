@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/netpol/netpol/internal/escape"
 	"io"
 	"os"
 	"strconv"
@@ -271,8 +272,8 @@ func writeDiffMarkdown(w io.Writer, r *diff.Result, explain bool) {
 		fmt.Fprint(w, "\n<details><summary>why</summary>\n\n")
 		for _, e := range g.Entries {
 			for _, x := range e.Explain {
-				fmt.Fprintf(w, "- %s %s, e.g. `%s` → `%s` %s\n  - old: %s\n  - new: %s\n",
-					x.Change, diff.FormatPorts(x.Ports), x.From, x.To, x.Port, mdCell(diff.Describe(x.Old)), mdCell(diff.Describe(x.New)))
+				fmt.Fprintf(w, "- %s %s, e.g. %s → %s %s\n  - old: %s\n  - new: %s\n",
+					x.Change, mdCell(diff.FormatPorts(x.Ports)), mdCode(x.From), mdCode(x.To), mdCell(x.Port), mdCell(diff.Describe(x.Old)), mdCell(diff.Describe(x.New)))
 			}
 		}
 		fmt.Fprint(w, "\n</details>\n")
@@ -286,8 +287,17 @@ func writeDiffMarkdown(w io.Writer, r *diff.Result, explain bool) {
 	writePodLists(w, r, "")
 }
 
-// mdCell keeps a table cell one cell.
-func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+// mdCode is a name as Markdown code; names as the API server allows them
+// hold no backtick, and anything else is plain escaped text.
+func mdCode(s string) string {
+	if strings.ContainsAny(s, "`\n") || escape.Controls(s) != s {
+		return mdCell(s)
+	}
+	return "`" + s + "`"
+}
+
+// mdCell is text in a Markdown table cell or list item.
+func mdCell(s string) string { return escape.Markdown(s) }
 
 // writeDiffCSV writes one row per changed port range: a spreadsheet or a
 // script filters rows without parsing lists.

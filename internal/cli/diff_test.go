@@ -100,7 +100,7 @@ func TestDiffFormats(t *testing.T) {
 			"| **+** gained | prometheus-0 | ledger-0 | 9090/tcp |\n\n<details><summary>why</summary>\n\n",
 			"- gained 9090/tcp, e.g. `monitoring/prometheus-0` → `payments/ledger-0` 9090/tcp\n" +
 				"  - old: denied; egress: Default: Allow (nothing denied it); ingress: NetworkPolicy: isolated by NetworkPolicy payments/ledger-ingress, no rule allows it: Deny\n" +
-				"  - new: allowed; egress: Default: Allow (nothing denied it); ingress: NetworkPolicy payments/ledger-ingress rule ingress[1]: Allow\n\n</details>\n",
+				"  - new: allowed; egress: Default: Allow (nothing denied it); ingress: NetworkPolicy payments/ledger-ingress rule ingress\\[1\\]: Allow\n\n</details>\n",
 		}},
 		{[]string{"-o", "dot"}, []string{
 			`digraph "netpol diff: 1 gained, 8 lost, 5 changed, over 21 pod pairs" {`,

@@ -40,6 +40,9 @@ func probeNames(cmd *cobra.Command, l *lab.Lab, e *engine.Engine, ports []l4.Por
 	rows := make([]nameProbeRow, 0, len(cells))
 	bad := 0
 	for _, c := range cells {
+		if e.Cluster().Pod(c.From) == nil {
+			continue // a host outside the cluster (lab.OutsideAnnotation): nothing to predict
+		}
 		r := nameProbeRow{From: c.From, Name: c.Name, To: c.To, Port: c.Port.String(), Kernel: verdictWord(c.Observed, c.Err)}
 		if c.Err != nil {
 			r.Predicted, r.Mismatch = "not compared", true

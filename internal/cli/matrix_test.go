@@ -423,18 +423,19 @@ func TestMatrixHelpTeachesTheFormats(t *testing.T) {
 	}
 }
 
-// TestMatrixCSVQuotesNames: a name that is no Kubernetes name but a
-// manifest may hold still makes valid CSV.
-func TestMatrixCSVQuotesNames(t *testing.T) {
+// TestMatrixRefusesNamesTheAPIServerWould: a name that is no Kubernetes
+// name (here one that would split a CSV cell) is refused with the field at
+// fault, as the API server refuses it, instead of reaching any output.
+func TestMatrixRefusesNamesTheAPIServerWould(t *testing.T) {
 	const in = `apiVersion: v1
 kind: Pod
 metadata: {name: "a,b", namespace: x}
 spec: {containers: [{name: c}]}
 `
-	want := `from,to,port,protocol,allowed
-"x/a,b","x/a,b",80,TCP,true
-`
-	wantOutput(t, "csv", runMatrix(t, in, "--ports", "80", "-o", "csv"), want)
+	code, out, stderr := run(t, in, "matrix", "-f", "-", "--ports", "80", "-o", "csv")
+	if code != 2 || out != "" || !strings.Contains(stderr, "-: Pod x/a,b: metadata.name: a lowercase RFC 1123 subdomain") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 2, nothing, and the name's field", code, out, stderr)
+	}
 }
 
 // TestMatrixTextShortNamesStayDistinct: two pods that would shorten to

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"github.com/netpol/netpol/internal/escape"
 	"io"
 	"strconv"
 	"strings"
@@ -167,7 +168,7 @@ func writeMatrixMarkdown(w io.Writer, g *grid, marks marker) error {
 		b = append(b, ")\n\n| from \\ to |"...)
 		for _, dst := range g.units {
 			b = append(b, ' ')
-			b = append(b, dst.key()...)
+			b = append(b, escape.Markdown(dst.key())...)
 			b = append(b, " |"...)
 		}
 		b = append(b, "\n|---|"...)
@@ -177,7 +178,7 @@ func writeMatrixMarkdown(w io.Writer, g *grid, marks marker) error {
 		for u, src := range g.units {
 			row.load(u)
 			b = append(b, "| "...)
-			b = append(b, src.key()...)
+			b = append(b, escape.Markdown(src.key())...)
 			b = append(b, " |"...)
 			for v := range g.units {
 				b = append(b, ' ', marks.mark(row.at(v, k)), ' ', '|')

@@ -21,6 +21,8 @@ func newSuggest() *cobra.Command {
 	var flowPaths []string
 	var output, outDir, tier string
 	var enforce bool
+	fan := suggest.DefaultFanOut
+	var keepFanOut bool
 	var opts suggest.Options
 	cmd := &cobra.Command{
 		Use:   "suggest (-f MANIFESTS | --context NAME) --flows FILE",
@@ -93,6 +95,14 @@ below). Admin and baseline policies are staged the same way
 (netpol.io/staged is read on every policy kind). --out-dir writes
 cluster-scoped policies to _cluster.yaml.
 
+Flows it does not trust are left out, each with a warning: a source's
+flows to one destination on more than --fan-out-ports ports, or from a
+source with more than --fan-out-peers destinations (a scan, which a pod of
+the recorded cluster may run so as to be allowed what it probed;
+--keep-fan-out keeps them), and a recorded flow with an address at one end
+that a pod has now (the agent names an end by its address only when no pod
+had it, so that pod did not make the flow).
+
 Then it checks its result with the engine, the input with the policies
 enforced: how many observed flows are allowed (all, unless another policy
 denies one: an admin policy, or an earlier suggested one whose subject
@@ -136,7 +146,10 @@ under -o json.`,
 				return err
 			}
 			opts.Enforce = enforce
-			var warnings []string
+			if keepFanOut {
+				fan = suggest.FanOut{}
+			}
+			flows, warnings := suggest.Screen(before.Cluster(), flows, fan)
 			opts.Warn = func(w string) { warnings = append(warnings, w) }
 			nps, err := suggest.Suggest(before.Cluster(), flows, opts)
 			if err != nil {
@@ -157,6 +170,9 @@ under -o json.`,
 	}
 	in.register(cmd)
 	cmd.Flags().StringSliceVar(&flowPaths, "flows", nil, "the observed flows: CSV, JSON, netpol lab probe -o json, or the agent's record file (JSON lines); - for stdin; repeatable (every node's record file at once)")
+	cmd.Flags().IntVar(&fan.Ports, "fan-out-ports", fan.Ports, "leave out (and report) a source's flows to a destination on more ports than this: a port scan, not an application's traffic (0: no limit)")
+	cmd.Flags().IntVar(&fan.Peers, "fan-out-peers", fan.Peers, "leave out (and report) the flows of a source with more destinations than this: an address scan (0: no limit)")
+	cmd.Flags().BoolVar(&keepFanOut, "keep-fan-out", false, "keep the flows --fan-out-ports and --fan-out-peers would leave out")
 	cmd.Flags().BoolVar(&enforce, "enforce", false, `leave out netpol.io/staged: "true", so the policies are enforced once applied`)
 	cmd.Flags().IntVar(&opts.CIDRMax4, "cidr-max", 32, "write an outside IPv4 address as the prefix of this length that covers it")
 	cmd.Flags().IntVar(&opts.CIDRMax6, "cidr-max6", 128, "write an outside IPv6 address as the prefix of this length that covers it")

@@ -55,13 +55,33 @@ func AuditID(prefix string) (string, bool) {
 	return id, true
 }
 
-func newAudit(a Audit) *Audit {
-	a.ID = shortHash(fmt.Sprint(a.Verdict, a.Direction, a.Tier, a.Policy, a.Rule, a.IsolatedBy))
+// newAudit returns a with its ID: the name of what it logs (auditKey),
+// which no other audit holds (names.go): audits of one ID share a log
+// chain, and with it the chain's verdict.
+func newAudit(names *namer, a Audit) *Audit {
+	a.ID = names.name("", auditKey(&a))
 	return &a
 }
 
+// auditKey is everything an audit logs.
+func auditKey(a *Audit) string {
+	return fmt.Sprint(a.Verdict, a.Direction, a.Tier, a.Policy, a.Rule, a.IsolatedBy)
+}
+
+// keepAudits keeps the IDs of t's audits, from the last pass, in this one.
+func keepAudits(names *namer, t *Table) {
+	for _, r := range t.Rules {
+		if r.Audit != nil {
+			names.name("", auditKey(r.Audit))
+		}
+	}
+	if t.DefaultAudit != nil {
+		names.name("", auditKey(t.DefaultAudit))
+	}
+}
+
 // ruleAudit is the audit of an allow or deny rule; nil for Pass.
-func ruleAudit(dir policy.Direction, r Rule) *Audit {
+func ruleAudit(names *namer, dir policy.Direction, r Rule) *Audit {
 	var v Verdict
 	switch r.Action {
 	case Accept:
@@ -72,13 +92,13 @@ func ruleAudit(dir policy.Direction, r Rule) *Audit {
 		return nil
 	}
 	ref := r.From.Policy
-	return newAudit(Audit{Verdict: v, Direction: dir.String(), Tier: r.From.Tier, Policy: &ref, Rule: r.From.Rule})
+	return newAudit(names, Audit{Verdict: v, Direction: dir.String(), Tier: r.From.Tier, Policy: &ref, Rule: r.From.Rule})
 }
 
 // isolationAudit is the audit of the implicit deny of NetworkPolicy
 // isolation: it names the isolating policies.
-func isolationAudit(dir policy.Direction, by []policy.Ref) *Audit {
-	return newAudit(Audit{Verdict: VerdictDeny, Direction: dir.String(), Tier: policy.TierNetworkPolicy.String(), IsolatedBy: by})
+func isolationAudit(names *namer, dir policy.Direction, by []policy.Ref) *Audit {
+	return newAudit(names, Audit{Verdict: VerdictDeny, Direction: dir.String(), Tier: policy.TierNetworkPolicy.String(), IsolatedBy: by})
 }
 
 // isolationAudited reports whether one of the isolating policies asks for
@@ -103,14 +123,14 @@ func (c *nodeCompile) isolationAudited(by []policy.Ref) bool {
 // auditDenies marks every deny of t for logging, whatever the policies'
 // annotations say: deny rules of every tier and NetworkPolicy isolation
 // (Compiler.AuditDenies, the agent's --audit-denies).
-func auditDenies(t *Table) {
+func auditDenies(names *namer, t *Table) {
 	for i, r := range t.Rules {
 		if r.Action == Drop && r.Audit == nil {
-			t.Rules[i].Audit = ruleAudit(t.Dir, r)
+			t.Rules[i].Audit = ruleAudit(names, t.Dir, r)
 		}
 	}
 	if t.Default == Drop && t.DefaultAudit == nil {
-		t.DefaultAudit = isolationAudit(t.Dir, t.IsolatedBy)
+		t.DefaultAudit = isolationAudit(names, t.Dir, t.IsolatedBy)
 	}
 }
 
@@ -120,28 +140,60 @@ func auditDenies(t *Table) {
 // staged allow would-allow, when its policy's audit annotation asks for
 // allows) and every path returns. Tables in which no staged policy takes
 // part are left out: they would log nothing. Nothing is added when no
-// policy is staged.
+// policy is staged. The names of ir's sets and audits are kept: a staged
+// table's set or audit of another key never takes one (names.go).
 func AddStaged(ir *IR, e *engine.Engine) {
-	se := e.Staged()
-	if se == nil {
+	if e.Staged() == nil {
 		return
 	}
+	names := newNamer()
+	for _, s := range ir.Sets {
+		names.keep("a-", s.Key, s.Name)
+	}
+	for _, s := range ir.EndpointSets {
+		names.keep("e-", s.Key, s.Name)
+	}
+	for _, s := range ir.DomainSets {
+		names.keep(DomainSetPrefix, s.Key, s.Name)
+	}
+	for _, a := range Audits(ir) {
+		names.keep("", auditKey(a), a.ID)
+	}
+	(&Compiler{names: names}).addStaged(ir, e)
+}
+
+// AddStaged is the package's AddStaged for an IR that k compiled last: its
+// names are in k's namer, and the staged tables keep theirs from pass to
+// pass.
+func (k *Compiler) AddStaged(ir *IR, e *engine.Engine) {
+	if e.Staged() == nil {
+		return
+	}
+	if k.names == nil {
+		k.names = newNamer()
+	}
+	(&Compiler{names: k.names, MaxPolicyTerms: k.MaxPolicyTerms}).addStaged(ir, e)
+}
+
+// addStaged adds the staged tables, compiled with k (its namer, no cache).
+func (k *Compiler) addStaged(ir *IR, e *engine.Engine) {
+	se := e.Staged()
 	staged := map[policy.Ref]*policy.Policy{}
 	for _, p := range se.Policies().Policies() {
 		if p.Staged {
 			staged[p.Ref] = p
 		}
 	}
-	sir := Node(se, ir.Node)
+	sir := k.node(se, ir.Node)
 	renamed := map[string]string{} // table of the staged engine -> its log-only table
 	added := map[string]bool{}
 	for _, t := range sir.Tables {
-		if !stagedTable(t, staged) {
+		if !stagedTable(k.names, t, staged) {
 			continue
 		}
 		was := t.Name
 		t.LogOnly = true
-		t.Name = "st-" + tableName(t) // named again: its audits changed
+		t.Name = tableName(k.names, t) // named again: its audits changed
 		renamed[was] = t.Name
 		if !added[t.Name] { // tables that differed only in audits are one now
 			added[t.Name] = true
@@ -181,7 +233,7 @@ func appendMissing[T any](have, more []T, name func(T) string) []T {
 
 // stagedTable rewrites the audits of a table of the staged engine for
 // logging only, and reports whether a staged policy takes part in it.
-func stagedTable(t *Table, staged map[policy.Ref]*policy.Policy) bool {
+func stagedTable(names *namer, t *Table, staged map[policy.Ref]*policy.Policy) bool {
 	part := false
 	for i, r := range t.Rules {
 		t.Rules[i].Audit = nil
@@ -192,25 +244,25 @@ func stagedTable(t *Table, staged map[policy.Ref]*policy.Policy) bool {
 		part = true
 		switch {
 		case r.Action == Drop:
-			t.Rules[i].Audit = wouldAudit(ruleAudit(t.Dir, r))
+			t.Rules[i].Audit = wouldAudit(names, ruleAudit(names, t.Dir, r))
 		case r.Action == Accept && p.Audit.Logs(policy.Allow):
-			t.Rules[i].Audit = wouldAudit(ruleAudit(t.Dir, r))
+			t.Rules[i].Audit = wouldAudit(names, ruleAudit(names, t.Dir, r))
 		}
 	}
 	t.DefaultAudit = nil
 	for _, ref := range t.IsolatedBy {
 		if staged[ref] != nil {
 			part = true
-			t.DefaultAudit = wouldAudit(isolationAudit(t.Dir, t.IsolatedBy))
+			t.DefaultAudit = wouldAudit(names, isolationAudit(names, t.Dir, t.IsolatedBy))
 			break
 		}
 	}
 	return part
 }
 
-func wouldAudit(a *Audit) *Audit {
+func wouldAudit(names *namer, a *Audit) *Audit {
 	a.Verdict = Verdict("would-" + string(a.Verdict))
-	return newAudit(*a)
+	return newAudit(names, *a)
 }
 
 // Audits returns every audit of ir by ID: what the agent needs to read the

@@ -6,44 +6,60 @@ import (
 )
 
 // Subtract returns the smallest list of prefixes that covers block minus the
-// exceptions: dataplanes without "except" (security groups, plain interval
-// sets) need the difference spelled out. An exception outside block is
-// ignored; one that covers block leaves nothing.
+// exceptions, in address order: dataplanes without "except" (security
+// groups, plain interval sets) need the difference spelled out. An
+// exception outside block is ignored; one that covers block leaves nothing.
+//
+// The cost is O(n log n + n·bits) for n exceptions: one walk down the
+// prefix tree, halving only the prefixes that hold an exception. A tenant
+// writes the exceptions, so their square is not affordable (subtracting
+// them one by one from the growing list took 102 s for 2,000 spread IPv6
+// exceptions).
 func Subtract(block netip.Prefix, except []netip.Prefix) []netip.Prefix {
 	block = block.Masked()
-	out := []netip.Prefix{block}
+	var inside []netip.Prefix
 	for _, e := range except {
-		e = e.Masked()
-		var next []netip.Prefix
-		for _, p := range out {
-			next = append(next, subtractOne(p, e)...)
+		if !e.IsValid() || !block.Overlaps(e) {
+			continue
 		}
-		out = next
+		if e.Bits() <= block.Bits() {
+			return nil // e covers block
+		}
+		inside = append(inside, e)
 	}
+	var out []netip.Prefix
+	subtractSorted(block, Normalize(inside), &out)
 	return out
 }
 
-// subtractOne removes e from p by splitting p in halves down to e's length:
-// at each level the half that does not hold e is kept whole.
-func subtractOne(p, e netip.Prefix) []netip.Prefix {
-	if !p.Overlaps(e) {
-		return []netip.Prefix{p}
+// subtractSorted appends p minus except to out; except is sorted, without
+// nesting, and inside p.
+func subtractSorted(p netip.Prefix, except []netip.Prefix, out *[]netip.Prefix) {
+	switch {
+	case len(except) == 0:
+		*out = append(*out, p)
+		return
+	case except[0].Bits() <= p.Bits():
+		return // the exception is p (a wider one is not inside p)
 	}
-	if e.Bits() <= p.Bits() {
-		return nil // e covers p
+	lo, hi := halves(p)
+	i := 0
+	for i < len(except) && lo.Contains(except[i].Addr()) {
+		i++
 	}
-	var out []netip.Prefix
-	for p.Bits() < e.Bits() {
-		lo, hi := halves(p)
-		if lo.Contains(e.Addr()) {
-			out = append(out, hi)
-			p = lo
-		} else {
-			out = append(out, lo)
-			p = hi
-		}
+	subtractSorted(lo, except[:i], out)
+	subtractSorted(hi, except[i:], out)
+}
+
+// LastAddr is the last address of p: where a range of p ends (renderers
+// write neighbouring prefixes as one range).
+func LastAddr(p netip.Prefix) netip.Addr {
+	a := p.Masked().Addr().AsSlice()
+	for bit := p.Bits(); bit < len(a)*8; bit++ {
+		a[bit/8] |= 0x80 >> (bit % 8)
 	}
-	return out
+	last, _ := netip.AddrFromSlice(a)
+	return last
 }
 
 // halves splits p into its two prefixes one bit longer.

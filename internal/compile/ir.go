@@ -34,6 +34,9 @@ type IR struct {
 	// verdict it met, for the record of observed traffic (package observed).
 	// It changes no verdict.
 	Record bool `json:"record,omitempty"`
+	// Refused are the NetworkPolicies left out as too large (limits.go):
+	// they isolate their pods and allow nothing.
+	Refused []*Refusal `json:"refused,omitempty"`
 	// PodInterfaces are the node's pod interfaces, as globs ("veth*"):
 	// a packet from or to one of them must carry an address of the pod
 	// behind that interface (LocalPod.Interface), or it is dropped. None:
@@ -165,6 +168,11 @@ type AddrSet struct {
 	// Key describes the selection, for people: "pods ns=x pod=a".
 	Key      string         `json:"key"`
 	Prefixes []netip.Prefix `json:"prefixes"`
+	// Static: the set holds ipBlocks alone, so its members change only
+	// with its policies, never one pod at a time: a renderer may write
+	// neighbouring prefixes as one range (the difference of a block and n
+	// exceptions is n+1 ranges, but up to 128 prefixes an exception).
+	Static bool `json:"static,omitempty"`
 }
 
 // DomainSetPrefix starts the name of every DomainSet, and no other set's:
@@ -178,6 +186,7 @@ const DomainSetPrefix = "d-"
 // renderer keeps what was learned across its syncs.
 type DomainSet struct {
 	Name     string   `json:"name"`
+	Key      string   `json:"key"`
 	Patterns []string `json:"patterns"` // as written: "api.example.com", "*.example.org"
 }
 

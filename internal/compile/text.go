@@ -55,6 +55,12 @@ func WriteText(w io.Writer, ir *IR) error {
 	}
 	fmt.Fprintf(tw, "node %s: %d pods, %d tables, %d address sets, %d endpoint sets%s\n\n",
 		ir.Node, len(ir.Pods), len(ir.Tables), len(ir.Sets), len(ir.EndpointSets), domains)
+	for _, r := range ir.Refused {
+		fmt.Fprintf(tw, "refused: %s\n", r.Error())
+	}
+	if len(ir.Refused) > 0 {
+		fmt.Fprintln(tw)
+	}
 	fmt.Fprintln(tw, "POD\tADDRESSES\tINGRESS\tEGRESS")
 	for _, p := range ir.Pods {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Pod, addrList(p.IPs), orAllow(p.Ingress), orAllow(p.Egress))

@@ -34,8 +34,9 @@ type Element struct {
 	// Interface is an interface name (interface sets).
 	Interface string
 	// Timeout, in a set with flags timeout, is how long the element
-	// stays: the kernel removes it then. Writing the element again sets
-	// a new timeout (Linux 6.x; older kernels keep the first).
+	// stays: the kernel removes it then. Writing the element again starts
+	// the timeout afresh (in place since Linux 6.12; before, only with
+	// Elements.RefreshByDelete).
 	Timeout time.Duration
 }
 
@@ -57,6 +58,10 @@ type Element struct {
 type Elements struct {
 	Family byte   // unix.NFPROTO_INET for an inet table
 	Table  string // the table's name
+	// RefreshByDelete: elements with a timeout are deleted and added again
+	// to refresh it (kernels before 6.12 keep an element's expiry, whatever
+	// a new write says; RefreshesInPlace).
+	RefreshByDelete bool
 }
 
 // Unused names the chains and the sets (maps too) that nothing refers to
@@ -90,6 +95,7 @@ const (
 	nftaSetElemData         = 2
 	nftaSetElemFlags        = 3
 	nftaSetElemTimeout      = 4
+	nftaSetElemExpiration   = 5
 	nftaDataValue           = 1
 	nftaDataVerdict         = 2
 	nftaVerdictCode         = 1
@@ -110,6 +116,9 @@ var ipProto = map[l4.Protocol]byte{l4.TCP: unix.IPPROTO_TCP, l4.UDP: unix.IPPROT
 func (w Elements) Write(elems []Element, unused Unused) error {
 	if len(elems) == 0 && len(unused.Chains) == 0 && len(unused.Sets) == 0 {
 		return nil
+	}
+	if w.RefreshByDelete {
+		elems = refreshByDelete(elems)
 	}
 	var b batch
 	b.message(nfnlMsgBatchBegin, unix.NLM_F_REQUEST, unix.AF_UNSPEC, nfnlSubsysNftables, nil)
@@ -158,6 +167,38 @@ func (w Elements) Write(elems []Element, unused Unused) error {
 	}
 	b.message(nfnlMsgBatchEnd, unix.NLM_F_REQUEST, unix.AF_UNSPEC, nfnlSubsysNftables, nil)
 	return b.send()
+}
+
+// refreshByDelete returns elems with every element that is added with a
+// timeout added, deleted and added again: the first add makes sure there
+// is one to delete (a delete of a missing element fails the batch), and
+// the last starts its timeout afresh. The batch is one transaction, so no
+// packet sees the element missing.
+func refreshByDelete(elems []Element) []Element {
+	out := make([]Element, 0, len(elems))
+	for _, e := range elems {
+		if e.Delete || e.Timeout <= 0 {
+			out = append(out, e)
+			continue
+		}
+		del := e
+		del.Delete, del.Timeout = true, 0
+		out = append(out, e, del, e)
+	}
+	return out
+}
+
+// RefreshesInPlace reports whether a kernel of this release (uname -r)
+// gives an element that is there already the expiry a new write asks for
+// (NFTA_SET_ELEM_EXPIRATION on an existing element, Linux 6.12, commit
+// 4201f3938914); before, the element keeps the expiry it was first given,
+// and Elements must be told RefreshByDelete. An unknown release does not.
+func RefreshesInPlace(release string) bool {
+	var major, minor int
+	if n, _ := fmt.Sscanf(release, "%d.%d", &major, &minor); n != 2 {
+		return false
+	}
+	return major > 6 || major == 6 && minor >= 12
 }
 
 // message is one NEWSETELEM or DELSETELEM message before it is framed.
@@ -251,8 +292,13 @@ func encodeElement(e Element) ([]attrs, error) {
 		return []attrs{elementAttrs(key, 0, "")}, nil
 	}
 	el := elementAttrs(addr.AsSlice(), 0, "")
-	if e.Timeout > 0 {
-		el.put(nftaSetElemTimeout, binary.BigEndian.AppendUint64(nil, uint64(e.Timeout.Milliseconds())))
+	if e.Timeout > 0 && !e.Delete {
+		// The expiration too: since 6.12 the kernel updates an existing
+		// element's expiry only when a write gives one, or a timeout other
+		// than the element's (an answer repeating its TTL gives the same).
+		ms := binary.BigEndian.AppendUint64(nil, uint64(e.Timeout.Milliseconds()))
+		el.put(nftaSetElemTimeout, ms)
+		el.put(nftaSetElemExpiration, ms)
 	}
 	return []attrs{el}, nil
 }

@@ -2,6 +2,7 @@ package dataplane_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/netip"
 	"os/exec"
 	"slices"
@@ -303,4 +304,82 @@ func TestLabElementsTimeout(t *testing.T) {
 		}
 		expectElements(t, nf, map[string][]string{"d4": {"198.18.0.1"}})
 	})
+}
+
+// TestLabAdversarialElementsTimeoutRefresh: an answer that repeats the
+// TTL of the one before (a zone's fixed TTL, or any TTL clamped to the
+// floor) must push the element's expiry out again, or connections are
+// denied mid-use. The element is put in by nft with its hour-long timeout
+// already run down to its last seconds; writing it again with the same
+// hour must give it back the hour, in both ways Elements refreshes (in
+// place, and by deleting and adding for kernels before 6.12).
+func TestLabAdversarialElementsTimeoutRefresh(t *testing.T) {
+	for _, byDelete := range []bool{false, true} {
+		inNewNetns(t, func(nf knftables.Interface) {
+			ctx := context.Background()
+			tx := nf.NewTransaction()
+			tx.Add(&knftables.Table{})
+			tx.Add(&knftables.Set{Name: "d4", Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.TimeoutFlag}})
+			if err := nf.Run(ctx, tx); err != nil {
+				t.Fatal(err)
+			}
+			nft := exec.Command("nft", "add", "element", "inet", "netpol", "d4", "{ 198.18.0.1 timeout 1h expires 20s }")
+			if out, err := nft.CombinedOutput(); err != nil {
+				t.Fatalf("nft: %v: %s", err, out)
+			}
+			if got := expiresIn(t, "d4", "198.18.0.1"); got > 20*time.Second {
+				t.Fatalf("198.18.0.1 expires in %v after nft put it in with 20s left", got)
+			}
+			w := dataplane.Elements{Family: unix.NFPROTO_INET, Table: "netpol", RefreshByDelete: byDelete}
+			elems := []dataplane.Element{
+				{Set: "d4", Prefix: pfx("198.18.0.1/32"), Timeout: time.Hour},
+				{Set: "d4", Prefix: pfx("198.18.0.2/32"), Timeout: time.Hour}, // new: the refresh must not need it there
+			}
+			if err := w.Write(elems, dataplane.Unused{}); err != nil {
+				t.Fatalf("refresh by delete %v: %v", byDelete, err)
+			}
+			for _, a := range []string{"198.18.0.1", "198.18.0.2"} {
+				// An hour, less what the test took: far more than 20s.
+				if got := expiresIn(t, "d4", a); got < 59*time.Minute {
+					t.Errorf("refresh by delete %v: %s expires in %v after it was written with a timeout of 1h, want about 1h", byDelete, a, got)
+				}
+			}
+		})
+	}
+}
+
+// expiresIn reads, with nft, how long the element addr of set has left.
+func expiresIn(t *testing.T, set, addr string) time.Duration {
+	t.Helper()
+	out, err := exec.Command("nft", "-j", "list", "set", "inet", "netpol", set).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft list set %s: %v: %s", set, err, out)
+	}
+	var doc struct {
+		Nftables []struct {
+			Set *struct {
+				Elem []struct {
+					Elem struct {
+						Val     string `json:"val"`
+						Expires int    `json:"expires"`
+					} `json:"elem"`
+				} `json:"elem"`
+			} `json:"set"`
+		} `json:"nftables"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("nft -j: %v: %s", err, out)
+	}
+	for _, o := range doc.Nftables {
+		if o.Set == nil {
+			continue
+		}
+		for _, e := range o.Set.Elem {
+			if e.Elem.Val == addr {
+				return time.Duration(e.Elem.Expires) * time.Second
+			}
+		}
+	}
+	t.Fatalf("no %s in set %s: %s", addr, set, out)
+	return 0
 }

@@ -1,12 +1,14 @@
 // Package diag carries findings about input (errors and warnings) with the
 // place they came from: file, document, object and field path. Every layer
 // that reads user input reports through it, so a message always points at the
-// line a user has to change. It imports nothing from netpol.
+// line a user has to change. It imports nothing from netpol but escape.
 package diag
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/netpol/netpol/internal/escape"
 )
 
 // Origin is where an object was read from.
@@ -59,6 +61,13 @@ type Diagnostic struct {
 	Message  string
 }
 
+// ObjectKind is the kind of the object the finding is about ("" when it
+// names none).
+func (d Diagnostic) ObjectKind() string {
+	kind, _, _ := strings.Cut(d.Object, " ")
+	return kind
+}
+
 func (d Diagnostic) String() string {
 	var b strings.Builder
 	if o := d.Origin.String(); o != "" {
@@ -74,7 +83,9 @@ func (d Diagnostic) String() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(d.Message)
-	return b.String()
+	// Files, objects and messages quote what users wrote: show it, never
+	// let it steer the terminal that prints the finding.
+	return escape.Controls(b.String())
 }
 
 // List collects findings in the order they were found.

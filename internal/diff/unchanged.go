@@ -175,7 +175,7 @@ func policyContent(p *policy.Policy) string {
 	b.WriteString(p.Ref.String())
 	b.WriteString("|" + strconv.Itoa(int(p.Tier)) + "|" + strconv.Itoa(int(p.Priority)) + "|")
 	writePodSelector(&b, p.Subject)
-	b.WriteString("|" + strconv.FormatBool(p.Isolates[0]) + strconv.FormatBool(p.Isolates[1]))
+	b.WriteString("|" + strconv.FormatBool(p.Isolates[0]) + strconv.FormatBool(p.Isolates[1]) + strconv.FormatBool(p.Invalid))
 	for d, rules := range p.Rules {
 		for _, r := range rules {
 			b.WriteString("\n" + strconv.Itoa(d) + "/" + strconv.Itoa(int(r.Dir)) + "/" + strconv.Itoa(r.Index) + "/" + strconv.Quote(r.Name) +

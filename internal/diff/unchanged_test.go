@@ -60,7 +60,7 @@ func writeResult(b *strings.Builder, r *Result) {
 // it is listed here as one that decides nothing).
 func TestPolicyContentCoversTheModel(t *testing.T) {
 	want := map[reflect.Type][]string{
-		reflect.TypeFor[policy.Policy]():            {"Ref", "Origin", "Tier", "Priority", "Subject", "Rules", "Isolates", "Audit", "Staged"},
+		reflect.TypeFor[policy.Policy]():            {"Ref", "Origin", "Tier", "Priority", "Subject", "Rules", "Isolates", "Audit", "Staged", "Invalid"},
 		reflect.TypeFor[policy.Rule]():              {"Policy", "Dir", "Index", "Name", "Action", "AllPeers", "Peers", "AllPorts", "Ports", "FailClosed"},
 		reflect.TypeFor[policy.Peer]():              {"Kind", "Index", "Pods", "Block", "Nodes", "Domains"},
 		reflect.TypeFor[policy.PodSelector]():       {"Namespaces", "Pods"},

@@ -44,6 +44,8 @@ type Answer struct {
 	ID uint16
 	// Name is the question's name, lowercase and without the root's dot.
 	Name string
+	// Type is the question's type (1 A, 28 AAAA, ...).
+	Type uint16
 	// Addrs are the A and AAAA records of Name, or of the end of the CNAME
 	// chain that starts at Name: the final addresses count for the name
 	// that was asked for.
@@ -78,7 +80,7 @@ func ParseResponse(msg []byte) (Answer, error) {
 	if _, err := p.Question(); !errors.Is(err, dnsmessage.ErrSectionDone) {
 		return a, ErrNotResponse // a second question, or a broken one
 	}
-	a.Name = canonical(q.Name)
+	a.Name, a.Type = canonical(q.Name), uint16(q.Type)
 
 	// owner -> CNAME target, and owner -> addresses, of the answer section.
 	cnames := map[string]cnameRecord{}
@@ -135,6 +137,35 @@ func ParseResponse(msg []byte) (Answer, error) {
 		owner, ttl = c.target, min(ttl, c.ttl)
 	}
 	return a, nil
+}
+
+// Question is what a query asks.
+type Question struct {
+	ID   uint16
+	Name string // lowercase, without the root's dot
+	Type uint16
+}
+
+// ErrNotQuery is returned for a message that is not a query with one
+// question.
+var ErrNotQuery = errors.New("not a DNS query with one question")
+
+// ParseQuery reads the header and the question of a query; what follows
+// the question is not read (it may be cut off).
+func ParseQuery(msg []byte) (Question, error) {
+	var p dnsmessage.Parser
+	h, err := p.Start(msg)
+	if err != nil {
+		return Question{}, fmt.Errorf("header: %w", err)
+	}
+	if h.Response {
+		return Question{}, ErrNotQuery
+	}
+	q, err := p.Question()
+	if err != nil {
+		return Question{}, fmt.Errorf("question: %w", err)
+	}
+	return Question{ID: h.ID, Name: canonical(q.Name), Type: uint16(q.Type)}, nil
 }
 
 // QueryAgain returns a query (with id) for the question that response msg

@@ -52,13 +52,13 @@ func BenchmarkLearn10k(b *testing.B) {
 			w := dataplane.Elements{Family: unix.NFPROTO_INET, Table: "netpol"}
 			l := newLearner(Limits{MinTTL: time.Minute, MaxTTL: time.Hour, MaxAddresses: 100_000},
 				func(e []dataplane.Element) error { return w.Write(e, dataplane.Unused{}) })
-			l.setTargets([]*compile.DomainSet{{Name: "d-bench", Patterns: []string{"*.allowed.test"}}})
+			l.setTargets([]*compile.DomainSet{{Name: "d-bench", Patterns: []string{"*.allowed.test"}}}, nil)
 			runtime.GC()
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			start := time.Now()
 			for _, a := range answers {
-				l.learn(a)
+				l.learn(a, asked)
 			}
 			took := time.Since(start)
 			runtime.GC()

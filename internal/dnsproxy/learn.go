@@ -15,7 +15,10 @@
 // this package's socket; the proxy sends the same bytes on from the same
 // source address and port once the sets are written. Only those answers
 // teach: a pod cannot make the node learn an address from a server of its
-// own.
+// own, and what else reaches the socket's port is dropped before it
+// (divert.go). Of those, only an answer to a query the pod sent teaches
+// (queries.go), and never an address of the cluster's own or of no host
+// (Scope.Cluster, neverLearned): domainNames are for what is outside.
 //
 // Fail-static: the divert rule only matches while the element of the set
 // "alive", which the proxy refreshes every second, is there (timeout 5 s).
@@ -64,13 +67,18 @@ type Limits struct {
 	// connects, a TTL of a week would outlive the name's owner.
 	MinTTL, MaxTTL time.Duration
 	// MaxAddresses bounds the addresses learned and not expired on the
-	// node, over all sets; an answer that would go past it teaches only
-	// what fits, and the proxy says so (Stats.CapHits).
+	// node, over all sets, and with them the names kept for them (the
+	// audit log's): every name of an address past its first counts as
+	// one more. An answer that would go past it teaches only what fits,
+	// and the proxy says so (Stats.CapHits).
 	MaxAddresses int
+	// MaxNamesPerAddress bounds the names kept for one address: past it,
+	// a new name takes the place of the one that expires first.
+	MaxNamesPerAddress int
 }
 
 // DefaultLimits are the limits of the agent's flags.
-var DefaultLimits = Limits{MinTTL: 30 * time.Second, MaxTTL: time.Hour, MaxAddresses: 100_000}
+var DefaultLimits = Limits{MinTTL: 30 * time.Second, MaxTTL: time.Hour, MaxAddresses: 100_000, MaxNamesPerAddress: 16}
 
 // target is one domain set: the names its rule allows.
 type target struct {
@@ -87,15 +95,17 @@ type learner struct {
 
 	mu      sync.Mutex
 	targets []target
+	cluster func(netip.Addr) bool // the cluster's own addresses: never learned
 	// learned are the addresses in the kernel's sets and when each
 	// expires there (the kernel removes it then; this copy is how the cap
 	// is counted).
 	learned map[learnedKey]time.Time
 	// names are the names each learned address was an answer for, and
 	// until when (the audit log says which domain a connection went to).
-	names map[netip.Addr]map[string]time.Time
-	swept time.Time // when expire last ran
-	stats Stats
+	names      map[netip.Addr]map[string]time.Time
+	namesCount int       // the entries of names, over all addresses
+	swept      time.Time // when expire last ran
+	stats      Stats
 }
 
 type learnedKey struct {
@@ -112,11 +122,20 @@ type Stats struct {
 	CapHits    uint64 // addresses not learned because MaxAddresses were
 	Errors     uint64 // kernel writes that failed: the answer went on, nothing was learned
 	AskFailed  uint64 // truncated answers whose question the proxy could not ask again over TCP
-	Addresses  int    // addresses learned and not expired now
-	Names      int    // names and wildcards of the domainNames rules learned for
+	Unasked    uint64 // answers that answer no query a pod sent (or the proxy asked): sent on, nothing learned
+	Refused    uint64 // datagrams on the proxy's socket that the divert did not deliver: dropped
+	Never      uint64 // addresses not learned because they are the cluster's own or no host's
+	// QueriesLost are the log messages of queries the kernel dropped (the
+	// log socket was full): their answers teach nothing.
+	QueriesLost uint64
+	Addresses   int // addresses learned and not expired now
+	Names       int // names and wildcards of the domainNames rules learned for
 }
 
 func newLearner(limits Limits, write func([]dataplane.Element) error) *learner {
+	if limits.MaxNamesPerAddress <= 0 {
+		limits.MaxNamesPerAddress = DefaultLimits.MaxNamesPerAddress
+	}
 	return &learner{limits: limits, write: write, now: time.Now, learned: map[learnedKey]time.Time{},
 		names: map[netip.Addr]map[string]time.Time{}}
 }
@@ -124,7 +143,7 @@ func newLearner(limits Limits, write func([]dataplane.Element) error) *learner {
 // setTargets replaces the domain sets that answers are learned into.
 // Learned addresses of sets that are gone are forgotten (the renderer
 // deleted the sets with them).
-func (l *learner) setTargets(sets []*compile.DomainSet) {
+func (l *learner) setTargets(sets []*compile.DomainSet, cluster func(netip.Addr) bool) {
 	targets := make([]target, 0, len(sets))
 	names := map[string]bool{}
 	for _, s := range sets {
@@ -137,7 +156,7 @@ func (l *learner) setTargets(sets []*compile.DomainSet) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.targets = targets
+	l.targets, l.cluster = targets, cluster
 	l.stats.Names = 0
 	for _, t := range targets {
 		l.stats.Names += len(t.patterns)
@@ -151,16 +170,25 @@ func (l *learner) setTargets(sets []*compile.DomainSet) {
 
 // learn writes the addresses that answer msg gives into the sets of the
 // rules that name the asked name, and returns when the kernel holds them
-// (or refused them). It returns the answer, and whether a rule names it;
-// an error when msg is not a response it reads.
-func (l *learner) learn(msg []byte) (dns.Answer, bool, error) {
+// (or refused them). It returns the answer, and whether a rule names it
+// and asked says it answers a question that was asked (a pod's query, or
+// the proxy's own); an error when msg is not a response it reads.
+func (l *learner) learn(msg []byte, asked func(dns.Answer) bool) (dns.Answer, bool, error) {
 	a, err := dns.ParseResponse(msg)
+	if err != nil {
+		l.mu.Lock()
+		l.stats.Answers++
+		l.stats.Unreadable++
+		l.mu.Unlock()
+		return a, false, err
+	}
+	ok := asked(a) // before l.mu: it may read the query log
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.stats.Answers++
-	if err != nil {
-		l.stats.Unreadable++
-		return a, false, err
+	if !ok {
+		l.stats.Unasked++
+		return a, false, nil
 	}
 	var matched []target // the rules that name the asked name
 	for _, t := range l.targets {
@@ -180,15 +208,23 @@ func (l *learner) learn(msg []byte) (dns.Answer, bool, error) {
 	var keys []learnedKey
 	var until []time.Time
 	fresh := 0 // addresses of keys not learned before
+	addrs := make([]dns.Address, 0, len(a.Addrs))
+	for _, ad := range a.Addrs {
+		if neverLearned(ad.IP) || l.cluster != nil && l.cluster(ad.IP) {
+			l.stats.Never++
+			continue
+		}
+		addrs = append(addrs, ad)
+	}
 	for _, t := range matched {
-		for _, ad := range a.Addrs {
+		for _, ad := range addrs {
 			timeout := min(max(time.Duration(ad.TTL)*time.Second, l.limits.MinTTL), l.limits.MaxTTL)
 			k := learnedKey{t.set, ad.IP}
 			if _, known := l.learned[k]; !known {
-				if len(l.learned)+fresh >= l.limits.MaxAddresses && !l.swept.Equal(now) {
+				if l.kept()+fresh >= l.limits.MaxAddresses && !l.swept.Equal(now) {
 					l.expire(now) // the expired ones may make room
 				}
-				if len(l.learned)+fresh >= l.limits.MaxAddresses {
+				if l.kept()+fresh >= l.limits.MaxAddresses {
 					l.stats.CapHits++
 					continue
 				}
@@ -211,17 +247,72 @@ func (l *learner) learn(msg []byte) (dns.Answer, bool, error) {
 	}
 	for i, k := range keys {
 		l.learned[k] = until[i]
-		byName := l.names[k.addr]
-		if byName == nil {
-			byName = map[string]time.Time{}
-			l.names[k.addr] = byName
-		}
-		if until[i].After(byName[a.Name]) {
-			byName[a.Name] = until[i]
-		}
+		l.name(k.addr, a.Name, until[i])
 	}
 	l.stats.Learned += uint64(len(elems))
 	return a, named, nil
+}
+
+// kept is what counts toward Limits.MaxAddresses: the addresses learned
+// and the names kept for them past the first (which the address's entry
+// stands for). l.mu is held.
+func (l *learner) kept() int { return len(l.learned) + l.namesCount - len(l.names) }
+
+// name keeps name as one that taught addr, until. An address keeps at
+// most MaxNamesPerAddress names: a new one takes the place of the one
+// that expires first, if that expires before it; and no name is kept
+// past the node's cap. l.mu is held.
+func (l *learner) name(addr netip.Addr, name string, until time.Time) {
+	byName := l.names[addr]
+	if t, ok := byName[name]; ok {
+		if until.After(t) {
+			byName[name] = until
+		}
+		return
+	}
+	if len(byName) >= l.limits.MaxNamesPerAddress {
+		first, firstAt := "", time.Time{}
+		for n, t := range byName {
+			if first == "" || t.Before(firstAt) {
+				first, firstAt = n, t
+			}
+		}
+		if !firstAt.Before(until) {
+			return
+		}
+		delete(byName, first)
+		l.namesCount--
+	} else if len(byName) > 0 && l.kept() >= l.limits.MaxAddresses {
+		l.stats.CapHits++
+		return
+	}
+	if byName == nil {
+		byName = map[string]time.Time{}
+		l.names[addr] = byName
+	}
+	byName[name] = until
+	l.namesCount++
+}
+
+// refused counts a datagram the divert did not deliver.
+func (l *learner) refused() {
+	l.mu.Lock()
+	l.stats.Refused++
+	l.mu.Unlock()
+}
+
+// neverLearned reports whether a is an address of no host a domain name
+// may stand for: loopback, link-local (169.254/16, fe80::/10: the cloud's
+// metadata service among them), multicast, unspecified, 0/8, the
+// reserved 240/4 with the broadcast address, and IPv4 written as IPv6.
+func neverLearned(a netip.Addr) bool {
+	if a.Is4() {
+		b := a.As4()
+		if b[0] == 0 || b[0] >= 240 {
+			return true
+		}
+	}
+	return !a.IsValid() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsMulticast() || a.IsUnspecified() || a.Is4In6()
 }
 
 // capHits is Stats().CapHits, without the sweep.
@@ -252,6 +343,7 @@ func (l *learner) expire(now time.Time) {
 		for name, t := range byName {
 			if !t.After(now) {
 				delete(byName, name)
+				l.namesCount--
 			}
 		}
 		if len(byName) == 0 {

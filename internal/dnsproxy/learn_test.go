@@ -85,7 +85,7 @@ var sets = []*compile.DomainSet{
 func TestLearnerWritesTheAnswersAddressesIntoTheSetsThatNameThem(t *testing.T) {
 	r := &recorder{}
 	l := newLearner(Limits{MinTTL: 30 * time.Second, MaxTTL: time.Hour, MaxAddresses: 100}, r.write)
-	l.setTargets(sets)
+	l.setTargets(sets, nil)
 	now := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 	l.now = func() time.Time { return now }
 
@@ -115,7 +115,7 @@ func TestLearnerWritesTheAnswersAddressesIntoTheSetsThatNameThem(t *testing.T) {
 	}
 	for _, s := range steps {
 		before := len(r.writes)
-		if _, _, err := l.learn(s.msg); err != nil {
+		if _, _, err := l.learn(s.msg, asked); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		var got []string
@@ -149,13 +149,13 @@ func TestLearnerWritesTheAnswersAddressesIntoTheSetsThatNameThem(t *testing.T) {
 func TestLearnerCapsWhatItLearns(t *testing.T) {
 	r := &recorder{}
 	l := newLearner(Limits{MinTTL: time.Minute, MaxTTL: time.Hour, MaxAddresses: 3}, r.write)
-	l.setTargets(sets)
+	l.setTargets(sets, nil)
 	now := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 	l.now = func() time.Time { return now }
-	l.learn(answer(t, "a.allowed.test", "A 198.18.8.1 60", "A 198.18.8.2 60"))
+	l.learn(answer(t, "a.allowed.test", "A 198.18.8.1 60", "A 198.18.8.2 60"), asked)
 	// Two more addresses than the cap leaves room for; the known one is
 	// refreshed all the same.
-	l.learn(answer(t, "b.allowed.test", "A 198.18.8.2 600", "A 198.18.8.3 60", "A 198.18.8.4 60"))
+	l.learn(answer(t, "b.allowed.test", "A 198.18.8.2 600", "A 198.18.8.3 60", "A 198.18.8.4 60"), asked)
 	want := [][]string{
 		{"d-wild-4 198.18.8.1 1m0s", "d-wild-4 198.18.8.2 1m0s"},
 		{"d-wild-4 198.18.8.2 10m0s", "d-wild-4 198.18.8.3 1m0s"},
@@ -168,7 +168,7 @@ func TestLearnerCapsWhatItLearns(t *testing.T) {
 	}
 	// Once two have expired there is room again.
 	now = now.Add(2 * time.Minute)
-	l.learn(answer(t, "c.allowed.test", "A 198.18.8.4 60"))
+	l.learn(answer(t, "c.allowed.test", "A 198.18.8.4 60"), asked)
 	if got := r.writes[len(r.writes)-1]; !slices.Equal(got, []string{"d-wild-4 198.18.8.4 1m0s"}) {
 		t.Errorf("after expiry wrote %q, want 198.18.8.4", got)
 	}
@@ -177,20 +177,20 @@ func TestLearnerCapsWhatItLearns(t *testing.T) {
 func TestLearnerForgetsSetsThatAreGoneAndSurvivesBadAnswers(t *testing.T) {
 	r := &recorder{}
 	l := newLearner(Limits{MinTTL: time.Minute, MaxTTL: time.Hour, MaxAddresses: 10}, r.write)
-	l.setTargets(sets)
-	l.learn(answer(t, "api.example.com", "A 198.18.9.1 60"))
-	l.setTargets(sets[1:]) // the rule naming api.example.com was deleted
+	l.setTargets(sets, nil)
+	l.learn(answer(t, "api.example.com", "A 198.18.9.1 60"), asked)
+	l.setTargets(sets[1:], nil) // the rule naming api.example.com was deleted
 	if st := l.Stats(); st.Addresses != 0 {
 		t.Errorf("after its set went: %d addresses, want 0", st.Addresses)
 	}
-	if l.learn(answer(t, "api.example.com", "A 198.18.9.1 60")); len(r.writes) != 1 {
+	if l.learn(answer(t, "api.example.com", "A 198.18.9.1 60"), asked); len(r.writes) != 1 {
 		t.Errorf("writes %q: the name of a deleted rule taught again", r.writes)
 	}
-	if _, _, err := l.learn([]byte{0, 1, 2}); err == nil {
+	if _, _, err := l.learn([]byte{0, 1, 2}, asked); err == nil {
 		t.Error("3 bytes read as a response")
 	}
 	r.fail = errors.New("netlink: no such file or directory")
-	l.learn(answer(t, "z.allowed.test", "A 198.18.9.2 60"))
+	l.learn(answer(t, "z.allowed.test", "A 198.18.9.2 60"), asked)
 	if st := l.Stats(); st.Unreadable != 1 || st.Errors != 1 || st.Addresses != 0 {
 		t.Errorf("stats %+v, want 1 unreadable, 1 error, nothing learned", st)
 	}

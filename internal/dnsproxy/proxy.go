@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,7 +42,8 @@ type Config struct {
 type Proxy struct {
 	cfg     Config
 	learner *learner
-	held    prometheus.Histogram // how long answers were held
+	held    prometheus.Histogram    // how long answers were held
+	queries atomic.Pointer[queries] // set by Run
 
 	mu       sync.Mutex
 	want     diversion     // what Update asked for
@@ -55,6 +57,21 @@ type Proxy struct {
 type diversion struct {
 	servers, clients []netip.Addr
 }
+
+// delivers reports whether an answer from src to dst is one the divert
+// delivers: from port 53 of a server, to a pod. Nothing else that reaches
+// the socket is read (the divert table drops it before it does, but the
+// socket listens before the table is written), or sent anywhere: the
+// proxy never sends to the node itself.
+func (d diversion) delivers(src, dst netip.AddrPort) bool {
+	_, server := slices.BinarySearchFunc(d.servers, src.Addr().Unmap(), netip.Addr.Compare)
+	_, client := slices.BinarySearchFunc(d.clients, dst.Addr().Unmap(), netip.Addr.Compare)
+	return server && client && src.Port() == dnsPort && dst.Port() != 0
+}
+
+// dnsPort is the port pods ask DNS servers on (the Service's port, not
+// the backend's).
+const dnsPort = 53
 
 func (d diversion) equal(o diversion) bool {
 	return slices.Equal(d.servers, o.servers) && slices.Equal(d.clients, o.clients)
@@ -74,14 +91,28 @@ func New(cfg Config) *Proxy {
 // Collectors are the proxy's own metrics (its counters are Stats).
 func (p *Proxy) Collectors() []prometheus.Collector { return []prometheus.Collector{p.held} }
 
+// Scope is what the agent tells the proxy after every pass.
+type Scope struct {
+	// Servers are the DNS servers whose answers teach, as pods ask them
+	// (the cluster DNS Service's addresses).
+	Servers []netip.Addr
+	// Clients are the local pods that a domainNames rule governs.
+	Clients []netip.Addr
+	// Sets are the domain sets that answers are learned into.
+	Sets []*compile.DomainSet
+	// Cluster reports whether an address is the cluster's own (a node's,
+	// a pod's, a Service's): no answer teaches one (nil: none is).
+	Cluster func(netip.Addr) bool
+}
+
 // Update sets what the proxy holds answers for: from these DNS servers, to
 // these local pods, learned into these domain sets. The agent calls it
 // after every pass. Run writes the divert table when it is listening, so
 // that no answer is diverted to a socket that is not there.
-func (p *Proxy) Update(_ context.Context, servers, clients []netip.Addr, sets []*compile.DomainSet) error {
-	p.learner.setTargets(sets)
+func (p *Proxy) Update(_ context.Context, s Scope) error {
+	p.learner.setTargets(s.Sets, s.Cluster)
 	p.mu.Lock()
-	p.want = diversion{sorted(servers), sorted(clients)}
+	p.want = diversion{sorted(s.Servers), sorted(s.Clients)}
 	p.mu.Unlock()
 	select {
 	case p.changed <- struct{}{}:
@@ -91,7 +122,13 @@ func (p *Proxy) Update(_ context.Context, servers, clients []netip.Addr, sets []
 }
 
 // Stats returns what the proxy did so far.
-func (p *Proxy) Stats() Stats { return p.learner.Stats() }
+func (p *Proxy) Stats() Stats {
+	s := p.learner.Stats()
+	if q := p.queries.Load(); q != nil {
+		s.QueriesLost = q.lostCount()
+	}
+	return s
+}
 
 // NamesOf returns the names whose answers taught addr, while they last.
 func (p *Proxy) NamesOf(addr netip.Addr) []string { return p.learner.NamesOf(addr) }
@@ -124,11 +161,31 @@ func (p *Proxy) Run(ctx context.Context) error {
 	if err := p.cfg.Kernel.route(); err != nil {
 		return err
 	}
+	defer func() {
+		if err := p.cfg.Kernel.unroute(); err != nil {
+			klog.ErrorS(err, "Removing the DNS divert's routing rules", "mark", p.cfg.Kernel.Mark, "table", p.cfg.Kernel.RouteTable)
+		}
+	}()
+	log, err := p.cfg.Kernel.openLog()
+	if err != nil {
+		return err
+	}
+	queries := newQueries(log, p.learner.now)
+	p.queries.Store(queries)
 	var conns []*net.UDPConn
+	var wg sync.WaitGroup
+	// The sockets close first, so that serve returns; then the log, which
+	// serve may read to its last answer.
 	defer func() {
 		for _, c := range conns {
 			c.Close()
 		}
+		wg.Wait()
+		log.Close()
+	}()
+	go func() {
+		err := queries.run()
+		klog.V(2).InfoS("DNS query log reader stopped", "reason", err)
 	}()
 	for _, network := range []string{"udp4", "udp6"} {
 		c, err := listen(ctx, network, p.cfg.Kernel.Port)
@@ -137,8 +194,6 @@ func (p *Proxy) Run(ctx context.Context) error {
 		}
 		conns = append(conns, c)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait() // after the sockets are closed (deferred before)
 	for _, c := range conns {
 		wg.Add(1)
 		go func() {
@@ -203,12 +258,16 @@ func (p *Proxy) serve(c *net.UDPConn) {
 		}
 		start := time.Now()
 		dst, ok := originalDst(oob[:oobn])
-		if !ok {
-			klog.ErrorS(nil, "A diverted DNS answer without its destination; dropped", "from", src)
+		p.mu.Lock()
+		want := p.want
+		p.mu.Unlock()
+		if !ok || !want.delivers(src, dst) {
+			p.learner.refused()
 			continue
 		}
-		if a, named, err := p.learner.learn(buf[:n]); err == nil && named && a.Truncated {
-			p.askOverTCP(src, buf[:n])
+		asked := func(a dns.Answer) bool { return p.queries.Load().answered(dst, src.Addr(), a) }
+		if a, named, err := p.learner.learn(buf[:n], asked); err == nil && named && a.Truncated {
+			p.askOverTCP(src, buf[:n], a)
 		}
 		p.capCheck()
 		if err := sendAs(senders, src, dst, buf[:n]); err != nil {
@@ -224,9 +283,12 @@ func (p *Proxy) serve(c *net.UDPConn) {
 const askTimeout = 2 * time.Second
 
 // askOverTCP asks server, over TCP, the question that the truncated answer
-// msg answers, and learns from the full answer (see the package doc).
-func (p *Proxy) askOverTCP(server netip.AddrPort, msg []byte) {
-	query, err := dns.QueryAgain(msg, uint16(time.Now().UnixNano()))
+// msg (read as a) answers, and learns from the full answer (see the
+// package doc). The server is one of the configured ones
+// (diversion.delivers), and a answered a query of the pod's.
+func (p *Proxy) askOverTCP(server netip.AddrPort, msg []byte, a dns.Answer) {
+	id := uint16(time.Now().UnixNano())
+	query, err := dns.QueryAgain(msg, id)
 	if err != nil {
 		return
 	}
@@ -236,7 +298,8 @@ func (p *Proxy) askOverTCP(server netip.AddrPort, msg []byte) {
 		p.learner.failedAsk()
 		return
 	}
-	_, _, _ = p.learner.learn(full)
+	// The proxy's own question: its answer must be to it.
+	_, _, _ = p.learner.learn(full, func(f dns.Answer) bool { return f.ID == id && f.Name == a.Name && f.Type == a.Type })
 }
 
 // capCheck tells CapHit, at most once a minute, that the cap held

@@ -13,11 +13,11 @@ func TestCapHitAtMostOnceAMinute(t *testing.T) {
 	var told []Stats
 	p := New(Config{Limits: Limits{MinTTL: time.Hour, MaxTTL: time.Hour, MaxAddresses: 1}, Write: r.write,
 		CapHit: func(s Stats) { told = append(told, s) }})
-	p.learner.setTargets(sets)
+	p.learner.setTargets(sets, nil)
 	now := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 	p.learner.now = func() time.Time { return now }
 	answerAt := func(addr string) {
-		p.learner.learn(answer(t, "x.allowed.test", "A "+addr+" 60"))
+		p.learner.learn(answer(t, "x.allowed.test", "A "+addr+" 60"), asked)
 		p.capCheck()
 	}
 	answerAt("198.18.8.1") // learned: the cap is not reached yet

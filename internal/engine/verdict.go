@@ -199,7 +199,10 @@ type matcher struct {
 func ruleStep(tier policy.Tier, p *compiled, r compiledRule) Step {
 	ref := p.Ref
 	step := Step{Tier: tier.String(), Policy: &ref, Rule: r.Label(), Action: actionWord(p.Policy, r.Action)}
-	if r.FailClosed {
+	switch {
+	case r.FailClosed && p.Invalid:
+		step.Note = "fail-closed: the policy is invalid (its errors say where); an invalid rule denies all traffic, an invalid Allow rule matches nothing"
+	case r.FailClosed:
 		step.Note = "fail-closed: a peer of this rule has a field netpol does not know"
 	}
 	return step

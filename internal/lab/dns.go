@@ -201,9 +201,10 @@ func answerQuery(zone []ZoneRecord, query []byte) ([]byte, error) {
 }
 
 // servesDNS reports whether pod key answers DNS on port: a backend of
-// kube-system/kube-dns on 53, when the lab has a zone.
+// kube-system/kube-dns on the port the Service sends to (53, or another
+// such as CoreDNS's 5353), when the lab has a zone.
 func (l *Lab) servesDNS(key string, port l4.Port) bool {
-	if len(l.Zone) == 0 || port.Num != 53 {
+	if len(l.Zone) == 0 {
 		return false
 	}
 	for _, s := range l.Services {

@@ -34,11 +34,6 @@ func TestLabAgentsWatchAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := &source.Decoder{}
-	e, _, err := pipeline.Build(dec.Decode("lab.yaml", []byte(twoPods)), dec.Diags, pipeline.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	manifests, err := kubetest.Manifests(twoPods)
 	if err != nil {
 		t.Fatal(err)
@@ -46,44 +41,7 @@ func TestLabAgentsWatchAPIServer(t *testing.T) {
 	if err := c.Create(ctx, manifests); err != nil {
 		t.Fatal(err)
 	}
-
-	l, err := lab.Plan(labName("kub"), e.Cluster())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Kubeconfig = c.Kubeconfig
-	if err := l.Up(netpolBinary, []byte(twoPods), io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	servers, err := l.Serve()
-	var once sync.Once
-	teardown := func() {
-		once.Do(func() {
-			if servers != nil {
-				servers.Close()
-			}
-			if err := l.Down(); err != nil {
-				t.Errorf("lab down: %v", err)
-			}
-		})
-	}
-	t.Cleanup(teardown)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The agents run in the node namespaces; the API server listens on the
-	// host's loopback.
-	u, err := url.Parse(c.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range l.Nodes {
-		stop, err := lab.Forward(n.Namespace, u.Host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-	}
+	l, teardown := upKubeLab(t, labName("kub"), c, twoPods)
 	client, server := l.Pods[0], l.Pods[1]
 	expect := func(when string, want80, want81 bool) {
 		t.Helper()
@@ -146,6 +104,55 @@ func TestLabAgentsWatchAPIServer(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+}
+
+// upKubeLab builds a lab of the pods and nodes of manifests whose agents
+// watch c (its API server listens on the host's loopback, forwarded into
+// every node's namespace). The lab goes down when the test ends, or
+// earlier when teardown is called.
+func upKubeLab(t *testing.T, name string, c *kubetest.Cluster, manifests string) (l *lab.Lab, teardown func()) {
+	t.Helper()
+	dec := &source.Decoder{}
+	e, _, err := pipeline.Build(dec.Decode("lab.yaml", []byte(manifests)), dec.Diags, pipeline.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err = lab.Plan(name, e.Cluster())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Kubeconfig = c.Kubeconfig
+	if err := l.Up(netpolBinary, []byte(manifests), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	servers, err := l.Serve()
+	var once sync.Once
+	teardown = func() {
+		once.Do(func() {
+			if servers != nil {
+				servers.Close()
+			}
+			if err := l.Down(); err != nil {
+				t.Errorf("lab down: %v", err)
+			}
+		})
+	}
+	t.Cleanup(teardown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(c.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range l.Nodes {
+		stop, err := lab.Forward(n.Namespace, u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+	}
+	return l, teardown
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -16,6 +16,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -29,6 +30,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/netpol/netpol/internal/agent"
 	"github.com/netpol/netpol/internal/l4"
@@ -394,11 +397,12 @@ func (l *Lab) RestartAgent(exe, node string) error {
 	return fmt.Errorf("no node %s in lab %s", node, l.Name)
 }
 
-// WriteManifests replaces the agents' input atomically.
+// WriteManifests replaces the agents' input atomically. Objects annotated
+// OutsideAnnotation are left out of it (agentView).
 func (l *Lab) WriteManifests(data []byte) error {
 	path := filepath.Join(l.ManifestDir(), "cluster.yaml")
 	tmp := filepath.Join(l.Dir, "cluster.yaml.tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := os.WriteFile(tmp, agentView(data), 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
@@ -530,4 +534,33 @@ func killNamespace(ns string) {
 // AgentStatus returns what the agent of node last reported.
 func (l *Lab) AgentStatus(node string) (agent.Status, error) {
 	return agent.ReadStatus(l.statusFile(node))
+}
+
+// OutsideAnnotation marks a pod of a lab's manifests that stands for a
+// host outside the cluster (a server that domainNames name): the lab
+// builds it as any pod, and its agents never hear of it, as a cluster's
+// agents never hear of the internet's hosts.
+const OutsideAnnotation = "lab.netpol.io/outside"
+
+// agentView is the manifests without the objects annotated
+// OutsideAnnotation "true".
+func agentView(data []byte) []byte {
+	var out [][]byte
+	hidden := false
+	for _, doc := range source.SplitDocuments(data) {
+		var meta struct {
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		}
+		if yaml.Unmarshal(doc, &meta) == nil && meta.Metadata.Annotations[OutsideAnnotation] == "true" {
+			hidden = true
+			continue
+		}
+		out = append(out, doc)
+	}
+	if !hidden {
+		return data
+	}
+	return bytes.Join(out, []byte("\n---\n"))
 }

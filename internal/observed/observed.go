@@ -13,8 +13,10 @@
 // the prefixes the renderer gives them, and imports neither the engine nor
 // the cluster state: the agent tells it how addresses map to workloads.
 //
-// Memory is bounded: past MaxFlows entries a connection of a new entry is
-// counted as dropped, not kept. The kernel limits the log's rate.
+// Memory is bounded, and no source can crowd out the others: past
+// MaxPerSource entries of one source (sources that are no pod's share one
+// budget), or MaxFlows entries of a verdict, a connection of a new entry
+// is counted as dropped, not kept. The kernel limits the log's rate.
 package observed
 
 import (
@@ -68,6 +70,12 @@ type Options struct {
 	// a port scan's denied entries take no room from the allowed ones
 	// that policies are written from.
 	MaxFlows int
+	// MaxPerSource bounds the entries of one source end and verdict
+	// (default 512): one workload's port or address scan fills its own
+	// budget, not the node's, and every address that is no pod's counts
+	// as one source (a scan from outside is one source however many
+	// addresses it spoofs).
+	MaxPerSource int
 	// Node is written in every entry: files of several nodes can be read
 	// together.
 	Node string
@@ -91,9 +99,8 @@ type Recorder struct {
 	mu    sync.Mutex
 	flows map[key]*Flow
 	kept  map[string]int // entries by verdict
-	// byAddress are the entries with an address at one end, the only
-	// ones a pass can rename (Update).
-	byAddress  map[key]bool
+	// bySource counts entries by source budget and verdict.
+	bySource   map[sourceBudget]int
 	endpointOf func(netip.Addr) string
 	stats      Stats
 	// changes counts what changed the entries; saved is its value at the
@@ -107,69 +114,40 @@ func New(opts Options) *Recorder {
 	if opts.MaxFlows <= 0 {
 		opts.MaxFlows = 10000
 	}
+	if opts.MaxPerSource <= 0 {
+		opts.MaxPerSource = 512
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Recorder{opts: opts, flows: map[key]*Flow{}, kept: map[string]int{}, byAddress: map[key]bool{},
+	return &Recorder{opts: opts, flows: map[key]*Flow{}, kept: map[string]int{}, bySource: map[sourceBudget]int{},
 		endpointOf: func(netip.Addr) string { return "" }}
 }
 
-// Update sets how addresses are named: the workload of the pod that has
-// the address, or "" for an address that is no pod's. Entries recorded
-// by an address that now names a pod (one that connected before the pass
-// that saw it) are renamed and join that workload's entries: later the
-// address may be another pod's.
+// Update sets how addresses are named from now on: the workload of the
+// pod that has the address, or "" for an address that is no pod's.
+// Entries already recorded keep their names: an address that a pass gives
+// to a pod was not that pod's when the packet was logged (a pod not yet
+// programmed, whose packets the kernel denied, or a spoofed source), and
+// the pod's workload must not be credited with it.
 func (r *Recorder) Update(endpointOf func(netip.Addr) string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.endpointOf = endpointOf
-	rename := func(end string) (string, bool) {
-		if a, err := netip.ParseAddr(end); err == nil {
-			if n := endpointOf(a); n != "" {
-				return n, true
-			}
-		}
-		return end, false
-	}
-	for k := range r.byAddress {
-		from, fromRenamed := rename(k.from)
-		to, toRenamed := rename(k.to)
-		if !fromRenamed && !toRenamed {
-			continue
-		}
-		f := r.flows[k]
-		r.forget(k)
-		r.changes++
-		nk := key{from: from, to: to, port: k.port, verdict: k.verdict}
-		if g := r.flows[nk]; g != nil {
-			g.Count = Sum(g.Count, f.Count)
-			g.First, g.Last = earlier(g.First, f.First), later(g.Last, f.Last)
-			continue
-		}
-		f.From, f.To = from, to
-		r.keep(nk, f)
-	}
 }
 
-// keep adds a new entry.
-func (r *Recorder) keep(k key, f *Flow) {
-	r.flows[k] = f
-	r.kept[k.verdict]++
-	if isAddr(k.from) || isAddr(k.to) {
-		r.byAddress[k] = true
+// sourceBudget is what MaxPerSource counts entries by.
+type sourceBudget struct {
+	source, verdict string
+}
+
+// budget is the budget of k's source: its workload or pod, or one for
+// every address that is no pod's.
+func budget(k key) sourceBudget {
+	if _, err := netip.ParseAddr(k.from); err == nil {
+		return sourceBudget{"", k.verdict}
 	}
-}
-
-// forget removes an entry.
-func (r *Recorder) forget(k key) {
-	delete(r.flows, k)
-	delete(r.byAddress, k)
-	r.kept[k.verdict]--
-}
-
-func isAddr(end string) bool {
-	_, err := netip.ParseAddr(end)
-	return err == nil
+	return sourceBudget{k.from, k.verdict}
 }
 
 func earlier(a, b time.Time) time.Time {
@@ -219,11 +197,14 @@ func (r *Recorder) Record(p nflog.Packet) {
 func (r *Recorder) add(k key, count int, first, last time.Time) bool {
 	f := r.flows[k]
 	if f == nil {
-		if r.kept[k.verdict] >= r.opts.MaxFlows {
+		b := budget(k)
+		if r.kept[k.verdict] >= r.opts.MaxFlows || r.bySource[b] >= r.opts.MaxPerSource {
 			return false
 		}
 		f = &Flow{From: k.from, To: k.to, Port: k.port.String(), Verdict: k.verdict, First: first, Last: last, Node: r.opts.Node}
-		r.keep(k, f)
+		r.flows[k] = f
+		r.kept[k.verdict]++
+		r.bySource[b]++
 	}
 	f.Count = Sum(f.Count, count)
 	f.First, f.Last = earlier(f.First, first), later(f.Last, last)
@@ -389,7 +370,7 @@ func (r *Recorder) Continue(path string) (movedAside string, err error) {
 	r.mu.Lock()
 	clear(r.flows)
 	clear(r.kept)
-	clear(r.byAddress)
+	clear(r.bySource)
 	r.changes++
 	r.mu.Unlock()
 	aside := path + ".damaged-" + r.opts.Now().UTC().Format("20060102T150405Z")

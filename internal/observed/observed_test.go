@@ -66,35 +66,64 @@ func TestRecord(t *testing.T) {
 	}
 }
 
-// TestUpdateNamesEarlierAddresses: a pod that connects before the agent's
-// pass has seen it is recorded by its address; the next pass names it,
-// and its entries join its workload's, so that suggest never gives the
-// address to whichever pod has it later.
-func TestUpdateNamesEarlierAddresses(t *testing.T) {
+// TestAdversarialRecordNamesByProgrammedAddresses: an end is named by the
+// pods the agent had programmed when the packet was logged. A packet from
+// an address no pod had then (a pod not yet programmed, which the kernel
+// denies, or a spoofed source) stays recorded by its address after a pass
+// gives the address to a pod: suggest must never allow that pod's
+// workload for what someone else did with the address before.
+func TestAdversarialRecordNamesByProgrammedAddresses(t *testing.T) {
 	r := observed.New(observed.Options{})
 	r.Update(func(a netip.Addr) string {
 		if a == web2 {
-			return "" // not seen yet
+			return "" // not a pod's yet
 		}
 		return workloads(a)
 	})
 	r.Record(pkt(nft.RecordAllowPrefix, web1, db, 6, 5432, 0))
-	r.Record(pkt(nft.RecordAllowPrefix, web2, db, 6, 5432, time.Second))
+	r.Record(pkt(nft.RecordDenyPrefix, web2, db, 6, 5432, time.Second))
 	r.Record(pkt(nft.RecordAllowPrefix, db, web2, 6, 8080, 2*time.Second))
 	r.Update(workloads)
+	r.Record(pkt(nft.RecordAllowPrefix, web2, db, 6, 5432, 3*time.Second))
 	var got []string
 	for _, f := range r.Flows() {
-		got = append(got, fmt.Sprintf("%s -> %s %s x%d %s..%s", f.From, f.To, f.Port, f.Count, f.First.Format("05"), f.Last.Format("05")))
+		got = append(got, fmt.Sprintf("%s -> %s %s %s x%d", f.From, f.To, f.Port, f.Verdict, f.Count))
 	}
 	want := []string{
-		"shop/Deployment/web -> shop/db-0 5432/tcp x2 00..01",
-		"shop/db-0 -> shop/Deployment/web 8080/tcp x1 02..02",
+		"198.18.0.2 -> shop/db-0 5432/tcp deny x1",
+		"shop/Deployment/web -> shop/db-0 5432/tcp allow x2",
+		"shop/db-0 -> 198.18.0.2 8080/tcp allow x1",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("after the pass:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if s := r.Stats(); s.Flows != 2 {
-		t.Errorf("%d entries, want 2", s.Flows)
+}
+
+// TestAdversarialRecordScanKeepsOthers: one source's port scan uses up its
+// own budget, not the node's: the flows of other workloads recorded after
+// it are kept, and the scanner's excess is counted as dropped.
+func TestAdversarialRecordScanKeepsOthers(t *testing.T) {
+	r := observed.New(observed.Options{MaxFlows: 10000, MaxPerSource: 100})
+	r.Update(workloads)
+	scanner := netip.MustParseAddr("198.18.0.66") // no pod's: outside sources share one budget
+	for port := 1; port <= 20000; port++ {
+		r.Record(pkt(nft.RecordAllowPrefix, web1, db, 6, uint16(port%65535+1), 0))
+		r.Record(pkt(nft.RecordAllowPrefix, scanner, db, 6, uint16(port%65535+1), 0))
+	}
+	r.Record(pkt(nft.RecordAllowPrefix, db, ext, 6, 443, time.Second))
+	r.Record(pkt(nft.RecordDenyPrefix, db, ext, 6, 25, time.Second))
+	s := r.Stats()
+	if s.Flows != 202 || s.Dropped != 2*(20000-100) {
+		t.Errorf("stats %+v, want 202 entries (100 per scanning source, db's 2) and 39,800 dropped", s)
+	}
+	var dbFlows []string
+	for _, f := range r.Flows() {
+		if f.From == "shop/db-0" {
+			dbFlows = append(dbFlows, f.Port+" "+f.Verdict)
+		}
+	}
+	if strings.Join(dbFlows, ",") != "443/tcp allow,25/tcp deny" && strings.Join(dbFlows, ",") != "25/tcp deny,443/tcp allow" {
+		t.Errorf("db's entries %v, want both kept", dbFlows)
 	}
 }
 
@@ -311,7 +340,7 @@ func FuzzLoad(f *testing.F) {
 }
 
 // TestSaveIfChanged: an idle agent does not rewrite (and sync) its record
-// every interval; a change, a new line or a rename, is saved.
+// every interval; a change, a new line, is saved.
 func TestSaveIfChanged(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "record.jsonl")
 	r := observed.New(observed.Options{})
@@ -328,8 +357,8 @@ func TestSaveIfChanged(t *testing.T) {
 	if data, _ := os.ReadFile(path); string(data) != "left alone\n" {
 		t.Errorf("the file was rewritten: %q", data)
 	}
-	r.Update(workloads) // renames 198.18.0.1 and 198.18.0.3
+	r.Record(pkt(nft.RecordAllowPrefix, web1, db, 6, 5432, time.Second))
 	if saved, err := r.SaveIfChanged(path); !saved || err != nil {
-		t.Errorf("after a rename: saved %v, %v", saved, err)
+		t.Errorf("after a new line: saved %v, %v", saved, err)
 	}
 }

@@ -19,7 +19,10 @@ type Options struct {
 	// SkipInvalid builds the engine without the objects that have errors
 	// instead of failing, and reports their errors as findings: an agent
 	// watching a cluster keeps enforcing every valid policy while one is
-	// invalid (it reports the invalid ones on their status).
+	// invalid (it reports the invalid ones on their status). An invalid
+	// admin policy is not left out, which would lift its denies: it is
+	// enforced in its fail-closed form (policy.Policy.Invalid), and one
+	// that cannot be read at all refuses the whole input.
 	SkipInvalid bool
 	// Lazy builds the first engine with engine.NewLazy, for a front end
 	// that decides a few flows (explain): it does not pay to resolve
@@ -33,8 +36,11 @@ type Options struct {
 // and err is the diag.InputError.
 //
 // With opts.SkipInvalid the objects that errors name are left out and the
-// build repeated; err is then non-nil only for an error that names no object
-// (a document that is not an object at all, say).
+// build repeated, but for admin policies: one whose errors normalisation
+// answered by failing closed stays, in that form, and an error about any
+// other (one the decoder could not read, or declared twice) refuses the
+// input as a whole, as does an error that names no object: what leaving
+// it out would open is unknown. err is then non-nil only for those.
 func Build(objects []source.Object, decoded diag.List, opts Options) (*engine.Engine, diag.List, error) {
 	return (&Builder{Options: opts, once: true}).Build(objects, decoded)
 }
@@ -61,30 +67,41 @@ type Builder struct {
 func (b *Builder) Build(objects []source.Object, decoded diag.List) (*engine.Engine, diag.List, error) {
 	opts := b.Options
 	if !opts.SkipInvalid {
-		return b.build(objects, decoded)
+		e, diags, errs := b.build(objects, decoded)
+		return e, diags, errs.Err()
 	}
 	findings := append(diag.List(nil), decoded...)
-	for _, d := range decoded.Errors() {
-		if d.Object == "" {
-			// A document that could not be read as an object: which
-			// object it was, and so what leaving it out would open, is
-			// unknown. The whole input is refused (an agent keeps the
-			// rules it has).
-			return nil, findings, decoded.Err()
-		}
+	if err := refusesInput(decoded.Errors()); err != nil {
+		return nil, findings, err
 	}
 	skip := map[string]bool{}
 	addInvalid(skip, findings)
 	for {
-		e, diags, err := b.build(without(objects, skip), nil)
-		if err == nil {
+		e, diags, left := b.build(without(objects, skip), nil)
+		if len(left) == 0 {
 			return e, append(findings, diags...), nil
 		}
-		findings = append(findings, diags.Errors()...)
-		if !addInvalid(skip, diags) {
-			return nil, findings, err // an error that no object owns
+		findings = append(findings, left...)
+		if err := refusesInput(left); err != nil {
+			return nil, findings, err
+		}
+		if !addInvalid(skip, left) {
+			return nil, findings, left.Err() // an error that no object owns
 		}
 	}
+}
+
+// refusesInput returns an error when errs hold one that no object owns,
+// or one about an admin policy: leaving either out could open flows that
+// it denies. The input is then refused whole (an agent keeps the rules it
+// has).
+func refusesInput(errs diag.List) error {
+	for _, d := range errs {
+		if d.Object == "" || policy.IsAdminKind(d.ObjectKind()) {
+			return errs.Err()
+		}
+	}
+	return nil
 }
 
 // addInvalid adds the objects the errors of l name to skip and reports
@@ -112,7 +129,11 @@ func without(objects []source.Object, skip map[string]bool) []source.Object {
 	return kept
 }
 
-func (b *Builder) build(objects []source.Object, decoded diag.List) (*engine.Engine, diag.List, error) {
+// build builds the engine over objects. It returns the findings, and the
+// errors among them that the policies do not answer by failing closed
+// (with SkipInvalid; all of them without): the engine is nil when there
+// are any.
+func (b *Builder) build(objects []source.Object, decoded diag.List) (*engine.Engine, diag.List, diag.List) {
 	opts := b.Options
 	diags := append(diag.List(nil), decoded...)
 	var cluster *state.Cluster
@@ -126,8 +147,12 @@ func (b *Builder) build(objects []source.Object, decoded diag.List) (*engine.Eng
 	diags = append(diags, more...)
 	set, more := b.memo.Normalize(cluster.Policies)
 	diags = append(diags, more...)
-	if err := diags.Err(); err != nil {
-		return nil, diags, err
+	left := diags.Errors()
+	if opts.SkipInvalid {
+		left = unanswered(left, set)
+	}
+	if len(left) > 0 {
+		return nil, diags, left
 	}
 	var e *engine.Engine
 	eopts := engine.Options{LegacyNamespaceIsolation: opts.LegacyNamespaceIsolation}
@@ -141,4 +166,25 @@ func (b *Builder) build(objects []source.Object, decoded diag.List) (*engine.Eng
 	}
 	b.last = e
 	return e, append(diags, e.PriorityOverlaps()...), nil
+}
+
+// unanswered returns the errors of errs that are not about a policy of set
+// enforced in its fail-closed form.
+func unanswered(errs diag.List, set *policy.Set) diag.List {
+	failed := map[string]bool{}
+	for _, p := range set.Policies() {
+		if p.Invalid {
+			failed[p.Ref.String()] = true
+		}
+	}
+	if len(failed) == 0 {
+		return errs
+	}
+	var out diag.List
+	for _, d := range errs {
+		if !failed[d.Object] {
+			out = append(out, d)
+		}
+	}
+	return out
 }

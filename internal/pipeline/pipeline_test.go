@@ -57,9 +57,30 @@ spec:
   egress: [{name: deny, action: Deny, to: [{networks: [198.19.0.0/16]}]}]
 `
 
+// invalidNP has a protocol that the API server refuses in a NetworkPolicy
+// (files only), beside a valid one.
+const invalidNP = `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: bad, namespace: shop}
+spec: {podSelector: {}, ingress: [{ports: [{protocol: ICMP, port: 80}]}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: fine, namespace: shop}
+spec: {podSelector: {}}
+`
+
 // TestSkipInvalid: by default one invalid object fails the build; with
-// SkipInvalid (the agent in a cluster) the build leaves it out, keeps the
-// rest, and reports it.
+// SkipInvalid (the agent) the build keeps the rest and reports it: an
+// invalid NetworkPolicy is left out, an invalid admin policy is kept in
+// its fail-closed form (its Allow rule then matches nothing), and an admin
+// policy the decoder could not read refuses the input (leaving it out
+// could lift its denies).
 func TestSkipInvalid(t *testing.T) {
 	cases := []struct {
 		name, in string
@@ -68,11 +89,14 @@ func TestSkipInvalid(t *testing.T) {
 		field    string
 		admin    string // the admin policies built with SkipInvalid
 		nps      int    // and the NetworkPolicies
+		refused  bool   // SkipInvalid refuses the input all the same
 	}{
 		{"out-of-range priority", input, "input.yaml (document 4): AdminNetworkPolicy bad: spec.priority: must be between 0 and 1000",
-			"AdminNetworkPolicy bad", "spec.priority", "", 1},
+			"AdminNetworkPolicy bad", "spec.priority", "bad", 1, false},
+		{"invalid NetworkPolicy", invalidNP, "input.yaml (document 2): NetworkPolicy shop/bad: spec.ingress[0].ports[0].protocol: unsupported value",
+			"NetworkPolicy shop/bad", "spec.ingress[0].ports[0].protocol", "", 1, false},
 		{"unknown field", unknownField, "input.yaml (document 2): AdminNetworkPolicy dns-only: spec.egress[0].port: unknown field",
-			"AdminNetworkPolicy dns-only", "spec.egress[0].port", "fine", 0},
+			"AdminNetworkPolicy dns-only", "spec.egress[0].port", "", 0, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -82,6 +106,12 @@ func TestSkipInvalid(t *testing.T) {
 				t.Fatalf("build error %v, want %q", err, c.err)
 			}
 			e, diags, err := pipeline.Build(objs, dec.Diags, pipeline.Options{SkipInvalid: true})
+			if c.refused {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Errorf("SkipInvalid: error %v, want the input refused with %q", err, c.err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

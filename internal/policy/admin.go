@@ -2,10 +2,10 @@ package policy
 
 import (
 	"fmt"
+	"github.com/netpol/netpol/internal/escape"
 	"regexp"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/network-policy-api/apis/v1alpha1"
 	"sigs.k8s.io/network-policy-api/apis/v1alpha2"
 
@@ -65,20 +65,75 @@ var actionOf = map[string]Action{"Allow": Allow, "Accept": Allow, "Deny": Deny, 
 // domainNameRE is the pattern of the CRDs' DomainName type.
 var domainNameRE = regexp.MustCompile(`^(\*\.)?([a-zA-z0-9]([-a-zA-Z0-9_]*[a-zA-Z0-9])?\.)+[a-zA-z0-9]([-a-zA-Z0-9_]*[a-zA-Z0-9])?\.?$`)
 
+// admin normalises an admin policy. A policy with errors is not left
+// out, which would lift its denies: it is enforced in its fail-closed form
+// (Policy.Invalid), each invalid part read as the reading that denies
+// most, so that no flow is allowed that some reading of the policy as
+// written would deny:
+//
+//   - a rule with an error fails closed (Rule.FailClosed): an Allow rule
+//     matches nothing, a Deny or Pass rule (or one whose action netpol
+//     does not know) denies every peer on every port;
+//   - an error outside the rules (subject, priority, name, tier, number of
+//     rules) leaves which pods the policy holds, or where it stands among
+//     the others, unknown: the subject selects every pod when it is the
+//     subject that is invalid, the priority is 0 when it is the priority,
+//     and the policy can then only deny: its Allow rules match nothing and
+//     its Pass rules deny what they match (a Pass would let pods the policy
+//     was never meant for skip the admin policies after it).
+//
+// Valid rules stay as written. Allow is the most a rule can give and Deny
+// the least, so each flow's verdict is at most what the policy as written
+// would give it, whatever the invalid parts meant.
 func (n *normalizer) admin(spec adminSpec) *Policy {
 	p := &Policy{Ref: n.ref(spec.kind), Origin: n.obj.Origin, Tier: spec.tier, Priority: spec.priority}
+	if spec.tier == 0 { // a tier netpol does not know: the first tier denies first
+		p.Tier = TierAdmin
+	}
+	whole := n.errors() > 0 // priority, name or tier, reported by the caller
+	before := n.errors()
 	p.Subject = n.adminSubject(spec.subject)
+	if n.errors() > before {
+		whole = true
+		p.Subject = everyPod
+	}
 	for _, d := range []Direction{Ingress, Egress} {
 		field := "spec." + d.String()
+		before := n.errors()
 		n.maxItems(field, len(spec.rules[d]), spec.limits.rules)
+		whole = whole || n.errors() > before
 		for i, raw := range spec.rules[d] {
-			if r := n.adminRule(p, d, i, idx(field, i), raw, spec.limits); r != nil {
-				p.Rules[d] = append(p.Rules[d], r)
+			before := n.errors()
+			r := n.adminRule(p, d, i, idx(field, i), raw, spec.limits)
+			if n.errors() > before {
+				failClosed(r)
+			}
+			p.Rules[d] = append(p.Rules[d], r)
+		}
+	}
+	if whole || n.errors() > 0 {
+		p.Invalid = true
+	}
+	if whole {
+		for _, rules := range p.Rules {
+			for _, r := range rules {
+				switch r.Action {
+				case Allow:
+					failClosed(r)
+				case Pass:
+					r.Action, r.FailClosed = Deny, true
+				}
 			}
 		}
 	}
 	return p
 }
+
+// everyPod is the subject of an admin policy whose subject is invalid.
+var everyPod = PodSelector{Namespaces: NamespaceSelector{Match: NamespaceLabels, Selector: Everything}, Pods: Everything}
+
+// errors counts the errors reported so far about the object.
+func (n *normalizer) errors() int { return len(n.r.List.Errors()) }
 
 func (n *normalizer) adminSubject(s adminSubject) PodSelector {
 	switch {
@@ -99,11 +154,16 @@ func (n *normalizer) adminSubject(s adminSubject) PodSelector {
 	default:
 		n.r.Errorf("spec.subject", "exactly one of namespaces or pods must be set")
 	}
-	return PodSelector{Namespaces: NamespaceSelector{Match: NamespaceLabels, Selector: Selector{Selector: labels.Nothing(), Text: "<invalid>"}}, Pods: Everything}
+	return everyPod
 }
 
+// adminRule converts one rule. An error in it is reported, and the caller
+// makes the rule fail closed; the rule is returned all the same.
 func (n *normalizer) adminRule(p *Policy, d Direction, i int, field string, raw adminRule, lim adminLimits) *Rule {
-	r := &Rule{Policy: p, Dir: d, Index: i, Name: raw.name}
+	// The name is free text that the API server stores as written; every
+	// output shows it, so it enters the model with its control characters
+	// escaped (one place for terminals, logs and traces alike).
+	r := &Rule{Policy: p, Dir: d, Index: i, Name: escape.Controls(raw.name)}
 	n.ruleName(field+".name", raw.name)
 	action, ok := actionOf[raw.action]
 	if ok {
@@ -114,7 +174,8 @@ func (n *normalizer) adminRule(p *Policy, d Direction, i int, field string, raw 
 	}
 	if !ok {
 		n.r.Errorf(field+".action", "unsupported value %q: supported values: %s", raw.action, quoteList(lim.actions))
-		return nil
+		r.Action = Deny // an action netpol does not know denies
+		return r
 	}
 	r.Action = action
 	if raw.wrongDirection != "" {
@@ -126,7 +187,7 @@ func (n *normalizer) adminRule(p *Policy, d Direction, i int, field string, raw 
 	}
 	if !raw.peersSet || len(raw.peers) == 0 {
 		n.r.Errorf(peersField, "Required value: at least one peer")
-		return nil
+		return r
 	}
 	n.maxItems(peersField, len(raw.peers), lim.peers)
 	named := n.adminPorts(r, field, raw, lim)
@@ -135,7 +196,8 @@ func (n *normalizer) adminRule(p *Policy, d Direction, i int, field string, raw 
 		peers, known := n.adminPeer(pf, peer)
 		if !known {
 			if n.hasUnknown(pf) {
-				n.failClosed(r, pf)
+				n.r.Warnf(pf, "peer has no field netpol knows; failing closed: %s", failClosedMeans(r.Action))
+				failClosed(r)
 				return r
 			}
 			n.r.Errorf(pf, "exactly one peer field must be set")

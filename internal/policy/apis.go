@@ -18,8 +18,7 @@ var (
 )
 
 func (n *normalizer) adminNetworkPolicy(v *v1alpha1.AdminNetworkPolicy) *Policy {
-	n.priority("spec.priority", v.Spec.Priority)
-	spec := adminSpec{kind: KindAdminNetworkPolicy, tier: TierAdmin, priority: v.Spec.Priority, limits: anpLimits,
+	spec := adminSpec{kind: KindAdminNetworkPolicy, tier: TierAdmin, priority: n.priority("spec.priority", v.Spec.Priority), limits: anpLimits,
 		subject: adminSubject{namespaces: v.Spec.Subject.Namespaces, pods: v.Spec.Subject.Pods}}
 	for _, r := range v.Spec.Ingress {
 		spec.rules[Ingress] = append(spec.rules[Ingress], adminRule{name: r.Name, action: string(r.Action), ports: r.Ports,
@@ -55,8 +54,7 @@ func (n *normalizer) baselineAdminNetworkPolicy(v *v1alpha1.BaselineAdminNetwork
 }
 
 func (n *normalizer) kepAdminNetworkPolicy(v *kep.AdminNetworkPolicy) *Policy {
-	n.priority("spec.priority", v.Spec.Priority)
-	spec := adminSpec{kind: KindAdminNetworkPolicy, tier: TierAdmin, priority: v.Spec.Priority, limits: anpLimits,
+	spec := adminSpec{kind: KindAdminNetworkPolicy, tier: TierAdmin, priority: n.priority("spec.priority", v.Spec.Priority), limits: anpLimits,
 		subject: adminSubject{namespaces: v.Spec.Subject.Namespaces, pods: v.Spec.Subject.Pods}}
 	spec.rules = kepRules(v.Spec.Ingress, v.Spec.Egress)
 	return n.admin(spec)
@@ -71,17 +69,15 @@ func (n *normalizer) kepBaselineAdminNetworkPolicy(v *kep.BaselineAdminNetworkPo
 }
 
 func (n *normalizer) clusterNetworkPolicy(v *v1alpha2.ClusterNetworkPolicy) *Policy {
-	n.priority("spec.priority", v.Spec.Priority)
-	spec := adminSpec{kind: KindClusterNetworkPolicy, priority: v.Spec.Priority, limits: cnpLimits,
+	spec := adminSpec{kind: KindClusterNetworkPolicy, priority: n.priority("spec.priority", v.Spec.Priority), limits: cnpLimits,
 		subject: adminSubject{namespaces: v.Spec.Subject.Namespaces}}
 	switch v.Spec.Tier {
 	case v1alpha2.AdminTier:
 		spec.tier = TierAdmin
 	case v1alpha2.BaselineTier:
 		spec.tier = TierBaseline
-	default:
+	default: // left 0: admin makes it the first tier
 		n.r.Errorf("spec.tier", "unsupported value %q: supported values: \"Admin\", \"Baseline\"", v.Spec.Tier)
-		return nil
 	}
 	if v.Spec.Subject.Pods != nil {
 		spec.subject.pods = &v1alpha1.NamespacedPod{NamespaceSelector: v.Spec.Subject.Pods.NamespaceSelector, PodSelector: v.Spec.Subject.Pods.PodSelector}

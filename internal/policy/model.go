@@ -89,6 +89,12 @@ const (
 	KindLegacyNamespaceIsolation = "Namespace"
 )
 
+// IsAdminKind reports whether kind is one of the admin policy kinds,
+// which fail closed when invalid rather than be left out (admin.go).
+func IsAdminKind(kind string) bool {
+	return kind == KindAdminNetworkPolicy || kind == KindBaselineAdminPolicy || kind == KindClusterNetworkPolicy
+}
+
 // Ref names a policy.
 type Ref struct {
 	Kind      string `json:"kind"`
@@ -117,6 +123,10 @@ type Policy struct {
 	// Audit and Staged come from the netpol.io annotations (annotations.go).
 	Audit  Audit
 	Staged bool
+	// Invalid: the object has errors, and this is its fail-closed form
+	// (admin policies; see admin.go). A NetworkPolicy with errors is left
+	// out instead.
+	Invalid bool
 }
 
 // Rule is one ingress or egress rule.
@@ -132,9 +142,11 @@ type Rule struct {
 	AllPorts bool   // no port restriction
 	Ports    []PortMatch
 
-	// FailClosed marks a rule with a peer that had no field netpol knows. An
-	// Allow rule then matches nothing; Deny and Pass rules deny everything,
-	// as the network-policy-api types demand.
+	// FailClosed marks an admin rule that is invalid, or has a peer with
+	// no field netpol knows, or belongs to a policy whose subject or place
+	// is invalid (see admin.go). An Allow rule then matches nothing; Deny
+	// and Pass rules deny everything (a Pass of an invalid policy denies
+	// what it matched), as the network-policy-api types demand.
 	FailClosed bool
 }
 

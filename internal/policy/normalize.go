@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -120,19 +121,27 @@ func (n *normalizer) hasUnknown(path string) bool {
 	return false
 }
 
-// failClosed turns rule into the fail-closed form the API demands for a peer
-// that has no field netpol knows (a newer API than ours wrote it).
-func (n *normalizer) failClosed(rule *Rule, field string) {
+// failClosed turns rule into its fail-closed form, the one the
+// network-policy-api types demand for a peer that has no field netpol knows
+// and netpol gives every invalid admin rule: an Allow rule matches nothing;
+// a Deny or Pass rule denies all traffic.
+func failClosed(rule *Rule) {
 	rule.FailClosed = true
-	rule.Peers = nil
+	rule.Peers, rule.Ports = nil, nil
 	if rule.Action == Allow {
 		rule.AllPeers, rule.AllPorts = false, false
-		n.r.Warnf(field, "peer has no field netpol knows; failing closed: this Allow rule matches nothing")
 		return
 	}
-	n.r.Warnf(field, "peer has no field netpol knows; failing closed: this %s rule now denies all traffic", rule.Action)
 	rule.Action = Deny
 	rule.AllPeers, rule.AllPorts = true, true
+}
+
+// failClosedMeans says what failClosed makes of a rule of action a.
+func failClosedMeans(a Action) string {
+	if a == Allow {
+		return "this Allow rule matches nothing"
+	}
+	return "this " + a.String() + " rule now denies all traffic"
 }
 
 // cidr parses a CIDR, masking host bits (with a warning, as the API server
@@ -185,15 +194,22 @@ func (n *normalizer) maxItems(field string, got, max int) {
 }
 
 func (n *normalizer) ruleName(field, name string) {
-	if len(name) > 100 {
-		n.r.Errorf(field, "must be no more than 100 characters, got %d", len(name))
+	// Characters, as the API server counts maxLength, not bytes: what it
+	// stores must not be refused here.
+	if c := utf8.RuneCountInString(name); c > 100 {
+		n.r.Errorf(field, "must be no more than 100 characters, got %d", c)
 	}
 }
 
-func (n *normalizer) priority(field string, p int32) {
+// priority checks an admin policy's priority, and returns it, or 0 when
+// it is out of range: the policy's place is then unknown, and the first
+// place it could have denies first (admin.go).
+func (n *normalizer) priority(field string, p int32) int32 {
 	if p < 0 || p > 1000 {
 		n.r.Errorf(field, "must be between 0 and 1000, got %d", p)
+		return 0
 	}
+	return p
 }
 
 func (n *normalizer) ref(kind string) Ref {

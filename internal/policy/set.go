@@ -207,7 +207,9 @@ func normalizeObject(o source.Object, sels *selectors) (out normalized) {
 	case *v1alpha2.ClusterNetworkPolicy:
 		p = n.clusterNetworkPolicy(v)
 	}
-	if p != nil && len(out.diags.Errors()) == 0 {
+	// An admin policy with errors is kept in its fail-closed form; any
+	// other policy with errors is left out.
+	if p != nil && (p.Invalid || len(out.diags.Errors()) == 0) {
 		n.annotations(p)
 		out.p = p
 	}

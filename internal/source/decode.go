@@ -388,6 +388,10 @@ func (d *Decoder) decodeObject(out []Object, origin diag.Origin, js []byte, impl
 		d.report(origin, obj.Ref(), "metadata.name", "Required value")
 		return out
 	}
+	if field, msg := invalidName(h.Kind, h.Metadata.Name, h.Metadata.Namespace); field != "" {
+		d.report(origin, obj.Ref(), field, "%s", msg)
+		return out
+	}
 	key := kindKey{h.APIVersion, h.Kind}
 	var value any
 	switch {
@@ -438,6 +442,10 @@ func (d *Decoder) decodeObject(out []Object, origin diag.Origin, js []byte, impl
 			Message: "unknown field, ignored (the API server would drop it)"})
 	}
 	if refused {
+		return out
+	}
+	if msg := invalidLabels(value); msg != "" {
+		d.report(origin, obj.Ref(), "metadata.labels", "%s", msg)
 		return out
 	}
 	obj.Value = value

@@ -291,6 +291,33 @@ func TestDecode(t *testing.T) {
 			diags: []wantDiag{{diag.Error, "metadata.name", "Required value"}},
 		},
 		{
+			// Issue 25: names reach file paths (the lab's per-node files),
+			// nft comments and terminals; the API server would refuse these.
+			name: "AdversarialNames: invalid names and namespaces, as the API server refuses them",
+			in: "apiVersion: v1\nkind: Node\nmetadata: {name: ../../x}\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: 'a\" ; accept', namespace: x}\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: X.y}\n---\n" +
+				"apiVersion: v1\nkind: Namespace\nmetadata: {name: a.b}\n---\n" +
+				"apiVersion: v1\nkind: Service\nmetadata: {name: 1web, namespace: x}\n---\n" +
+				"apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: \"p\\nq\", namespace: x}\nspec: {podSelector: {}}\n---\n" +
+				"apiVersion: policy.networking.k8s.io/v1alpha1\nkind: AdminNetworkPolicy\nmetadata: {name: \"a\\u001b[2J\"}\nspec: " + v017Peers + "\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: ok.a-1, namespace: x-1}\n---\n" +
+				"apiVersion: v1\nkind: Pod\nmetadata: {name: l, namespace: x, labels: {app: \"a\\u001b[2J\"}}\n---\n" +
+				"apiVersion: v1\nkind: Namespace\nmetadata: {name: z, labels: {\"bad key\": v}}\n",
+			objs: []wantObj{{Kind: "Pod", Namespace: "x-1", Name: "ok.a-1", Type: typePod, Origin: at(8, 0)}},
+			diags: []wantDiag{
+				{diag.Error, "metadata.name", "a lowercase RFC 1123 subdomain"},
+				{diag.Error, "metadata.name", "a lowercase RFC 1123 subdomain"},
+				{diag.Error, "metadata.namespace", "a lowercase RFC 1123 label"},
+				{diag.Error, "metadata.name", "must not contain dots"},
+				{diag.Error, "metadata.name", "a DNS-1035 label"},
+				{diag.Error, "metadata.name", "a lowercase RFC 1123 subdomain"},
+				{diag.Error, "metadata.name", "a lowercase RFC 1123 subdomain"},
+				{diag.Error, "metadata.labels", "a valid label must be an empty string or consist of alphanumeric characters"},
+				{diag.Error, "metadata.labels", "name part must consist of alphanumeric characters"},
+			},
+		},
+		{
 			name:  "not an object",
 			in:    "- a\n- b\n",
 			diags: []wantDiag{{diag.Error, "", "not a Kubernetes object"}},

@@ -45,6 +45,9 @@ const (
 	ReasonInvalid           = "Invalid"
 	ReasonProgrammed        = "Programmed"
 	ReasonProgrammingFailed = "ProgrammingFailed"
+	// ReasonFailedClosed: the policy is invalid and the nodes enforce its
+	// fail-closed form, not what it says (see Writer.Report).
+	ReasonFailedClosed = "FailedClosed"
 
 	// EventInvalid is the reason of the Warning Event for an invalid policy.
 	EventInvalid = "InvalidPolicy"
@@ -112,11 +115,14 @@ func (w *Writer) Report(ctx context.Context, findings diag.List, programErr erro
 func (w *Writer) conditions(p kube.AdminPolicy, problems []string, programErr error) []metav1.Condition {
 	var out []metav1.Condition
 	if len(problems) > 0 {
-		msg := truncate("netpol does not enforce this policy: " + strings.Join(problems, "; "))
+		// An invalid admin policy is not left out, which would lift its
+		// denies: the agents enforce it failed closed.
+		msg := truncate("netpol enforces this policy failed closed, not as written (an invalid rule denies all traffic, an invalid Allow rule matches nothing): " +
+			strings.Join(problems, "; "))
 		out = append(out,
 			metav1.Condition{Type: Accepted, Status: metav1.ConditionFalse, Reason: ReasonInvalid, Message: msg},
-			metav1.Condition{Type: Programmed, Status: metav1.ConditionFalse, Reason: ReasonInvalid,
-				Message: "not programmed: the policy is invalid"})
+			metav1.Condition{Type: Programmed, Status: metav1.ConditionFalse, Reason: ReasonFailedClosed,
+				Message: "not programmed as written: the policy is invalid, and the nodes enforce its fail-closed form"})
 	} else {
 		out = append(out, metav1.Condition{Type: Accepted, Status: metav1.ConditionTrue, Reason: ReasonValid,
 			Message: "the policy is valid"})

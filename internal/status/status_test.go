@@ -84,7 +84,7 @@ func TestWriterReportsConditions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []applied{
-		{"bad", []string{"Accepted=False/Invalid", "Programmed=False/Invalid"}},
+		{"bad", []string{"Accepted=False/Invalid", "Programmed=False/FailedClosed"}},
 		{"good", []string{"Accepted=True/Valid", "Programmed=True/Programmed"}},
 	}
 	if !same(*got, want) {
@@ -93,7 +93,7 @@ func TestWriterReportsConditions(t *testing.T) {
 	if len(rec.Events) != 1 {
 		t.Fatalf("%d events, want 1", len(rec.Events))
 	}
-	if e := <-rec.Events; e != "Warning InvalidPolicy netpol does not enforce this policy: spec.priority: must be between 0 and 1000" {
+	if e := <-rec.Events; e != "Warning InvalidPolicy netpol enforces this policy failed closed, not as written (an invalid rule denies all traffic, an invalid Allow rule matches nothing): spec.priority: must be between 0 and 1000" {
 		t.Errorf("event %q", e)
 	}
 

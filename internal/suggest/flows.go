@@ -96,6 +96,8 @@ func (m *merger) add(f Flow) {
 	k := flowKey{f.From, f.To, f.Port}
 	if i, ok := m.at[k]; ok {
 		m.out[i].Count = observed.Sum(m.out[i].Count, f.Count)
+		// A flow written by hand names its ends itself.
+		m.out[i].Recorded = m.out[i].Recorded && f.Recorded
 		return
 	}
 	m.at[k] = len(m.out)
@@ -215,6 +217,7 @@ func (p *parser) records(m *merger, data []byte) (denied int, err error) {
 		if err != nil {
 			return 0, fmt.Errorf("flows line %d: %w", line, err)
 		}
+		f.Recorded = true
 		m.add(f)
 	}
 	return denied, nil

@@ -9,7 +9,7 @@ import (
 
 func TestReadFlows(t *testing.T) {
 	tcp, udp := func(n uint16) l4.Port { return l4.Port{Proto: l4.TCP, Num: n} }, func(n uint16) l4.Port { return l4.Port{Proto: l4.UDP, Num: n} }
-	want := []Flow{{"app/client", "shop/web-0", tcp(8080), 3}, {"app/client", "198.18.200.7", udp(53), 1}}
+	want := []Flow{{"app/client", "shop/web-0", tcp(8080), 3, false}, {"app/client", "198.18.200.7", udp(53), 1, false}}
 	for name, in := range map[string]string{
 		"csv with a header": "from,to,port,count\napp/client,shop/web-0,8080/tcp,3\napp/client,198.18.200.7,53/udp\n",
 		"csv":               "app/client, shop/web-0, 8080, 3\napp/client,198.18.200.7,53/udp",
@@ -23,7 +23,7 @@ func TestReadFlows(t *testing.T) {
 	probe := `{"flows":[{"from":"a/x","to":"b/y","dstIP":"198.18.1.2","port":"80/tcp","kernel":"allowed","predicted":"allowed"},
 	{"from":"a/x","to":"b/z","dstIP":"198.18.1.3","port":"80/tcp","kernel":"denied","predicted":"denied"}],"probed":2,"mismatches":0}`
 	got, _, err := ReadFlows([]byte(probe))
-	if want := []Flow{{"a/x", "198.18.1.2", tcp(80), 1}}; err != nil || !slices.Equal(got, want) {
+	if want := []Flow{{"a/x", "198.18.1.2", tcp(80), 1, false}}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("lab probe JSON: %v %v, want %v (the allowed flow only)", got, err, want)
 	}
 	for in, wantErr := range map[string]string{
@@ -55,7 +55,7 @@ func TestReadRecords(t *testing.T) {
 {"from":"shop/Deployment/web","to":"shop/StatefulSet/db","port":"5432/tcp","verdict":"deny","count":1,"first":"2026-11-25T01:03:00Z","last":"2026-11-25T01:03:00Z","node":"node-2"}
 `
 	got, denied, err := ReadFlows([]byte(records))
-	want := []Flow{{"shop/Deployment/web", "198.18.0.7", tcp(5432), 17}, {"app/client", "shop/Deployment/web", tcp(8080), 2}}
+	want := []Flow{{"shop/Deployment/web", "198.18.0.7", tcp(5432), 17, true}, {"app/client", "shop/Deployment/web", tcp(8080), 2, true}}
 	if err != nil || !slices.Equal(got, want) || denied != 2 {
 		t.Errorf("records: %v, %d denied, %v; want %v, 2 denied", got, denied, err, want)
 	}
@@ -65,7 +65,7 @@ func TestReadRecords(t *testing.T) {
   ],
   "probed": 1
 }`
-	if got, denied, err := ReadFlows([]byte(probe)); err != nil || !slices.Equal(got, []Flow{{"a/x", "198.18.1.2", tcp(80), 1}}) || denied != 0 {
+	if got, denied, err := ReadFlows([]byte(probe)); err != nil || !slices.Equal(got, []Flow{{"a/x", "198.18.1.2", tcp(80), 1, false}}) || denied != 0 {
 		t.Errorf("pretty lab probe JSON: %v, %d denied, %v; want a/x -> 198.18.1.2 80/tcp", got, denied, err)
 	}
 	for in, wantErr := range map[string]string{
@@ -87,8 +87,8 @@ func TestReadRecords(t *testing.T) {
 // one, counts summed, in the order they first appear.
 func TestMerge(t *testing.T) {
 	tcp := func(n uint16) l4.Port { return l4.Port{Proto: l4.TCP, Num: n} }
-	got := Merge([]Flow{{"a/x", "b/y", tcp(80), 2}, {"a/x", "b/y", tcp(81), 1}, {"b/y", "a/x", tcp(80), 4}, {"a/x", "b/y", tcp(80), 3}})
-	want := []Flow{{"a/x", "b/y", tcp(80), 5}, {"a/x", "b/y", tcp(81), 1}, {"b/y", "a/x", tcp(80), 4}}
+	got := Merge([]Flow{{"a/x", "b/y", tcp(80), 2, false}, {"a/x", "b/y", tcp(81), 1, false}, {"b/y", "a/x", tcp(80), 4, false}, {"a/x", "b/y", tcp(80), 3, false}})
+	want := []Flow{{"a/x", "b/y", tcp(80), 5, false}, {"a/x", "b/y", tcp(81), 1, false}, {"b/y", "a/x", tcp(80), 4, false}}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}

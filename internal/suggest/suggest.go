@@ -43,6 +43,9 @@ type Flow struct {
 	From, To string
 	Port     l4.Port
 	Count    int
+	// Recorded: read from an agent's record, which names an end by its
+	// address only when no pod had the address then (see Screen).
+	Recorded bool
 }
 
 func (f Flow) String() string {

@@ -48,8 +48,11 @@ const (
 	copyPacket = 2 // NFULNL_COPY_PACKET
 
 	// copyRange is how much of each packet the kernel copies: the IPv6
-	// header (40 bytes) and the ports of any transport header fit.
-	copyRange = 128
+	// header (40 bytes), extension headers as a packet may carry them in
+	// front of its transport header, and the ports. A packet that pads its
+	// options further is logged without ports (the kernel still judges
+	// its ports: the rules follow the chain whatever its length).
+	copyRange = 512
 
 	nlaTypeMask = 0x3fff // without NLA_F_NESTED and NLA_F_NET_BYTEORDER
 )
@@ -63,19 +66,32 @@ type Packet struct {
 	Proto    uint8 // IP protocol number (6 TCP, 17 UDP, 132 SCTP, ...)
 	// SrcPort and DstPort are zero for protocols without ports.
 	SrcPort, DstPort uint16
+	// Payload is what follows a UDP header, as far as the kernel copied
+	// it: only from a Reader opened with OpenPayload. (A string: a copy,
+	// and Packet stays comparable.)
+	Payload string
 }
 
 // Reader receives the packets of one log group in the network namespace
 // where it was opened. Read from one goroutine; Close from any.
 type Reader struct {
-	f     *os.File
-	group uint16
-	buf   []byte
+	f       *os.File
+	group   uint16
+	buf     []byte
+	payload bool // Packet.Payload is filled in
 }
 
 // Open binds a netlink socket to log group. Only one socket per namespace
 // can bind a group: a second Open of the same group fails with EBUSY.
-func Open(group uint16) (*Reader, error) {
+func Open(group uint16) (*Reader, error) { return open(group, copyRange, false) }
+
+// OpenPayload is Open for readers of what UDP packets carry (the DNS
+// proxy reads the questions of the queries it holds answers for): the
+// kernel copies up to copy bytes of each packet, and Packet.Payload holds
+// what follows its UDP header.
+func OpenPayload(group uint16, copy int) (*Reader, error) { return open(group, copy, true) }
+
+func open(group uint16, copyRange int, payload bool) (*Reader, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_NETFILTER)
 	if err != nil {
 		return nil, fmt.Errorf("nflog: netlink socket: %w", err)
@@ -95,7 +111,7 @@ func Open(group uint16) (*Reader, error) {
 		return nil, fmt.Errorf("nflog: bind group %d: %w", group, err)
 	}
 	mode := make([]byte, 8) // struct nfulnl_msg_config_mode, padded
-	binary.BigEndian.PutUint32(mode, copyRange)
+	binary.BigEndian.PutUint32(mode, uint32(copyRange))
 	mode[4] = copyPacket
 	// The kernel batches up to 100 packets or one second by default; an
 	// audit line should not wait for company.
@@ -109,7 +125,7 @@ func Open(group uint16) (*Reader, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("nflog: %w", err)
 	}
-	return &Reader{f: os.NewFile(uintptr(fd), "nflog"), group: group, buf: make([]byte, 1<<16)}, nil
+	return &Reader{f: os.NewFile(uintptr(fd), "nflog"), group: group, buf: make([]byte, 1<<16), payload: payload}, nil
 }
 
 // Errors of Read after which reading can go on: the kernel dropped log
@@ -130,7 +146,62 @@ func (r *Reader) Read() ([]Packet, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := split(r.buf[:n])
+	return r.packets(r.buf[:n])
+}
+
+// ReadNow is Read without the wait: no packets and no error when the
+// kernel has sent nothing that is not read yet. A caller that saw a packet
+// leave after the kernel logged another one gets that one from ReadNow
+// (the kernel queues a message as it logs, with a queue threshold of 1).
+func (r *Reader) ReadNow() ([]Packet, error) {
+	rc, err := r.f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	var rerr error
+	if err := rc.Read(func(fd uintptr) bool {
+		n, _, rerr = unix.Recvfrom(int(fd), r.buf, unix.MSG_DONTWAIT)
+		return true // one try: never wait
+	}); err != nil {
+		return nil, err
+	}
+	switch {
+	case errors.Is(rerr, unix.EAGAIN):
+		return nil, nil
+	case errors.Is(rerr, unix.ENOBUFS):
+		return nil, ErrLost
+	case rerr != nil:
+		return nil, rerr
+	}
+	return r.packets(r.buf[:n])
+}
+
+// Wait blocks until the kernel has sent something to read (or the reader
+// is closed), and reads nothing.
+func (r *Reader) Wait() error {
+	rc, err := r.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var perr error
+	var one [1]byte // not r.buf: ReadNow may be reading into it
+	err = rc.Read(func(fd uintptr) bool {
+		_, _, perr = unix.Recvfrom(int(fd), one[:], unix.MSG_DONTWAIT|unix.MSG_PEEK)
+		return !errors.Is(perr, unix.EAGAIN) // nothing yet: the poller waits
+	})
+	if err != nil {
+		return err
+	}
+	if errors.Is(perr, unix.ENOBUFS) {
+		return nil // the next read says so
+	}
+	return perr
+}
+
+// packets parses one datagram of messages.
+func (r *Reader) packets(b []byte) ([]Packet, error) {
+	msgs, err := split(b)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +211,7 @@ func (r *Reader) Read() ([]Packet, error) {
 		if m.typ != subsysULOG<<8|msgPacket {
 			continue
 		}
-		p, err := Parse(m.body)
+		p, err := parse(m.body, r.payload)
 		if err != nil {
 			bad++
 			continue
@@ -185,7 +256,9 @@ func Drain(src Source, handle func(Packet) error, onError func(error)) error {
 
 // Parse decodes the body of one NFULNL_MSG_PACKET message (after the netlink
 // header): the nfgenmsg header, then attributes.
-func Parse(body []byte) (Packet, error) {
+func Parse(body []byte) (Packet, error) { return parse(body, false) }
+
+func parse(body []byte, withPayload bool) (Packet, error) {
 	var p Packet
 	if len(body) < 4 {
 		return p, fmt.Errorf("nflog: message of %d bytes has no nfgenmsg header", len(body))
@@ -216,19 +289,26 @@ func Parse(body []byte) (Packet, error) {
 	if payload == nil {
 		return p, fmt.Errorf("nflog: packet %q has no payload", p.Prefix)
 	}
-	if err := p.headers(family, payload); err != nil {
+	l4, err := p.headers(family, payload)
+	if err != nil {
 		return p, fmt.Errorf("nflog: packet %q: %w", p.Prefix, err)
+	}
+	if withPayload && p.Proto == unix.IPPROTO_UDP && len(l4) >= 8 {
+		if n := int(binary.BigEndian.Uint16(l4[4:6])); n >= 8 && n < len(l4) {
+			l4 = l4[:n] // the datagram's own length, not what follows it
+		}
+		p.Payload = string(l4[8:])
 	}
 	return p, nil
 }
 
 // headers reads the network header and the ports of the transport header.
-func (p *Packet) headers(family uint8, b []byte) error {
+func (p *Packet) headers(family uint8, b []byte) ([]byte, error) {
 	var l4 []byte
 	switch {
 	case family == unix.AF_INET || (family == unix.AF_UNSPEC || family == unix.AF_BRIDGE) && len(b) > 0 && b[0]>>4 == 4:
 		if len(b) < 20 || b[0]>>4 != 4 {
-			return fmt.Errorf("IPv4 header of %d bytes", len(b))
+			return nil, fmt.Errorf("IPv4 header of %d bytes", len(b))
 		}
 		ihl := int(b[0]&0x0f) * 4
 		p.Src, p.Dst = netip.AddrFrom4([4]byte(b[12:16])), netip.AddrFrom4([4]byte(b[16:20]))
@@ -239,15 +319,12 @@ func (p *Packet) headers(family uint8, b []byte) error {
 		}
 	case family == unix.AF_INET6 || (family == unix.AF_UNSPEC || family == unix.AF_BRIDGE) && len(b) > 0 && b[0]>>4 == 6:
 		if len(b) < 40 || b[0]>>4 != 6 {
-			return fmt.Errorf("IPv6 header of %d bytes", len(b))
+			return nil, fmt.Errorf("IPv6 header of %d bytes", len(b))
 		}
 		p.Src, p.Dst = netip.AddrFrom16([16]byte(b[8:24])), netip.AddrFrom16([16]byte(b[24:40]))
-		// Extension headers are not followed: the protocol is the next
-		// header field, and ports are read only when it is a transport.
-		p.Proto = b[6]
-		l4 = b[40:]
+		p.Proto, l4 = upperLayer(b[6], b[40:])
 	default:
-		return fmt.Errorf("address family %d", family)
+		return nil, fmt.Errorf("address family %d", family)
 	}
 	switch p.Proto {
 	case unix.IPPROTO_TCP, unix.IPPROTO_UDP, unix.IPPROTO_SCTP, unix.IPPROTO_UDPLITE, unix.IPPROTO_DCCP:
@@ -256,7 +333,46 @@ func (p *Packet) headers(family uint8, b []byte) error {
 			p.DstPort = binary.BigEndian.Uint16(l4[2:4])
 		}
 	}
-	return nil
+	return l4, nil
+}
+
+// upperLayer follows IPv6 extension headers from next, the header that
+// rest starts with, to the transport header, as the kernel's th dport
+// does: a packet must not hide its ports from the log by putting options
+// in front of them. It returns the protocol and its header, or, for a
+// later fragment, one that is encrypted (ESP) or a chain that runs past
+// what was copied, the last next-header value and nil. Every step takes
+// at least 8 bytes, so the walk is bounded by the copy's length.
+func upperLayer(next uint8, rest []byte) (uint8, []byte) {
+	for {
+		var n int
+		switch next {
+		case 0, 43, 60, 135, 139, 140: // hop-by-hop, routing, destination options, mobility, HIP, shim6
+			if len(rest) < 8 {
+				return next, nil
+			}
+			n = (int(rest[1]) + 1) * 8
+		case 51: // AH: its length counts 4-byte words, less 2
+			if len(rest) < 8 {
+				return next, nil
+			}
+			n = (int(rest[1]) + 2) * 4
+		case 44: // fragment: only the first one carries the ports
+			if len(rest) < 8 {
+				return next, nil
+			}
+			if binary.BigEndian.Uint16(rest[2:4])&^7 != 0 {
+				return rest[0], nil
+			}
+			n = 8
+		default:
+			return next, rest
+		}
+		if n > len(rest) {
+			return rest[0], nil
+		}
+		next, rest = rest[0], rest[n:]
+	}
 }
 
 // message is one netlink message of a datagram.

@@ -41,6 +41,24 @@ var (
 		0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3,
 		0xcf, 0x08, 0, 53, 0, 8, 0, 0, // ports 53000 -> 53
 	}
+	// TCP fd00::2:40000 -> fd00::3:443 behind a hop-by-hop header, an
+	// authentication header (its length counts 4-byte words), destination
+	// options and the first fragment's header: a packet can put these in
+	// front of its ports, and the kernel's th dport follows them.
+	ipv6Extensions = cat(
+		[]byte{0x60, 0, 0, 0, 0, 56, 0, 64}, // payload length 56, next: hop-by-hop
+		[]byte{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2},
+		[]byte{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3},
+		[]byte{51, 0, 1, 4, 0, 0, 0, 0},             // hop-by-hop, 8 bytes, next: AH
+		[]byte{60, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}, // AH, (1+2)*4 = 12 bytes, next: destination options
+		[]byte{44, 0, 1, 4, 0, 0, 0, 0},             // destination options, 8 bytes, next: fragment
+		[]byte{6, 0, 0, 1, 0, 0, 0, 9},              // fragment offset 0, more fragments, next: TCP
+		[]byte{0x9c, 0x40, 0x01, 0xbb, 0, 0, 0, 1},  // ports 40000 -> 443
+	)
+	// The same behind a later fragment's header: no ports in it.
+	ipv6LaterFragment = cat([]byte{0x60, 0, 0, 0, 0, 16, 44, 64}, ipv6Extensions[8:40], // next: fragment
+		[]byte{6, 0, 0x05, 0xc9, 0, 0, 0, 9}, // offset 185, next: TCP
+		[]byte{1, 2, 3, 4, 5, 6, 7, 8})
 	// A second fragment of a UDP datagram: no ports in it.
 	ipv4Fragment = []byte{
 		0x45, 0, 0, 28, 0, 1, 0, 0xb9, 64, 17, 0, 0, // fragment offset 185
@@ -81,6 +99,21 @@ func TestParse(t *testing.T) {
 			name: "a later fragment has no ports",
 			body: cat([]byte{2, 0, 0, 7}, nla(attrPayload, ipv4Fragment...)),
 			want: Packet{Src: netip.MustParseAddr("198.18.0.2"), Dst: netip.MustParseAddr("198.18.1.3"), Proto: 17},
+		},
+		{
+			name: "AdversarialIPv6ExtensionHeaders: followed to the ports",
+			body: cat([]byte{10, 0, 0, 7}, nla(attrPayload, ipv6Extensions...)),
+			want: Packet{Src: netip.MustParseAddr("fd00::2"), Dst: netip.MustParseAddr("fd00::3"), Proto: 6, SrcPort: 40000, DstPort: 443},
+		},
+		{
+			name: "AdversarialIPv6ExtensionHeaders: a later fragment has no ports",
+			body: cat([]byte{10, 0, 0, 7}, nla(attrPayload, ipv6LaterFragment...)),
+			want: Packet{Src: netip.MustParseAddr("fd00::2"), Dst: netip.MustParseAddr("fd00::3"), Proto: 6},
+		},
+		{
+			name: "AdversarialIPv6ExtensionHeaders: a chain cut short has no ports",
+			body: cat([]byte{10, 0, 0, 7}, nla(attrPayload, ipv6Extensions[:60]...)),
+			want: Packet{Src: netip.MustParseAddr("fd00::2"), Dst: netip.MustParseAddr("fd00::3"), Proto: 60},
 		},
 		{name: "no nfgenmsg", body: []byte{2, 0}, err: true},
 		{name: "no payload", body: cat([]byte{2, 0, 0, 7}, nla(attrPrefix, 'a', 0)), err: true},
@@ -132,5 +165,20 @@ func TestSplit(t *testing.T) {
 	}
 	if _, err := split(cat(hdr(99, 0x400), []byte{1, 2, 3, 4})); err == nil {
 		t.Error("a length past the datagram: want an error")
+	}
+}
+
+// TestParsePayload: a reader of payloads gets what follows the UDP
+// header, up to the datagram's own length (not what the kernel copied
+// past it).
+func TestParsePayload(t *testing.T) {
+	udp := append(append([]byte(nil), ipv6UDP...), 'd', 'n', 's', 0, 0) // two bytes past the datagram
+	udp[5], udp[45] = 11, 11                                            // payload length and UDP length: 8 + "dns"
+	p, err := parse(cat([]byte{10, 0, 0, 7}, nla(attrPayload, udp...)), true)
+	if err != nil || p.Payload != "dns" {
+		t.Errorf("payload %q, %v; want \"dns\"", p.Payload, err)
+	}
+	if p, _ := Parse(cat([]byte{10, 0, 0, 7}, nla(attrPayload, udp...))); p.Payload != "" {
+		t.Errorf("Parse gave a payload %q, want none", p.Payload)
 	}
 }

@@ -67,7 +67,7 @@ func compileYAML(t *testing.T, yaml string) *compile.IR {
 }
 
 // TestRulesetText pins the rules of a NetworkPolicy table: one rule per
-// peer, family and port range (named ports resolved: http is 8080 on the
+// set of peers (pods, ipBlocks), family and port range (named ports resolved: http is 8080 on the
 // pod), the isolation drop last.
 func TestRulesetText(t *testing.T) {
 	ir := compileYAML(t, cluster)

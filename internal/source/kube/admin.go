@@ -56,9 +56,20 @@ const (
 	notServed
 	// watched: served, and an informer mirrors its objects.
 	watched
+	// absentUnconfirmed: discovery says it is not served, which one
+	// answer does not prove (an API server restarting its aggregated
+	// discovery answers 404 for a while): a watched resource keeps its
+	// informer and objects, an unknown one stays without, and the watch is
+	// not ready until a confirmed absence (WatchOptions.ConfirmAbsent)
+	// or another answer.
+	absentUnconfirmed
 )
 
-var stateNames = [...]string{unknown: "unknown", notServed: "not-served", watched: "watched"}
+var stateNames = [...]string{unknown: "unknown", notServed: "not-served", watched: "watched", absentUnconfirmed: "absent-unconfirmed"}
+
+// minAbsentAnswers is how many "not served" answers in a row discovery
+// must give before the absence is checked with a list of the resource.
+const minAbsentAnswers = 3
 
 func (s resourceState) String() string { return stateNames[s] }
 
@@ -74,17 +85,24 @@ type adminResource struct {
 	// reported: the unknown state has been logged and sent as an Event;
 	// once per episode, not on every retry.
 	reported bool
-	inf      cache.SharedIndexInformer // while watched
+	inf      cache.SharedIndexInformer // while watched (and absentUnconfirmed after watched)
 	synced   cache.InformerSynced
 	stop     context.CancelFunc
+	// absentSince is the first of the absentAnswers "not served" answers
+	// in a row that discovery gave (0: its last answer was another).
+	absentSince   time.Time
+	absentAnswers int
 }
 
 // discover asks the API server which admin policy resources it serves,
 // once per group version, and follows the answers: a served resource is
-// watched, one that is not found is not (any longer). A failure leaves a
-// known state as it was (through an outage a watched resource stays
-// watched, as every informer keeps its last objects) and an unknown one
-// unknown. It reports whether every state is known.
+// watched; one that is not found is not (any longer) once its absence is
+// confirmed: minAbsentAnswers answers in a row over ConfirmAbsent, and a
+// list of the resource itself answering 404 (its CRD is gone). A failure
+// (a timeout, a 503) leaves a known state as it was (through an outage a
+// watched resource stays watched, as every informer keeps its last
+// objects), an unknown one unknown, and breaks a run of "not found". It
+// reports whether every state is known.
 func (w *Watch) discover(ctx context.Context) bool {
 	var gvs []string
 	for _, r := range adminResources {
@@ -92,7 +110,7 @@ func (w *Watch) discover(ctx context.Context) bool {
 			gvs = append(gvs, gv)
 		}
 	}
-	known := true
+	var confirm []*adminResource
 	for _, gv := range gvs {
 		list, err := w.clients.disc.ServerResourcesForGroupVersion(gv)
 		w.amu.Lock()
@@ -102,17 +120,70 @@ func (w *Watch) discover(ctx context.Context) bool {
 			}
 			switch {
 			case err == nil && served(list, r.gvr.Resource):
+				r.absentAnswers = 0
 				w.startWatching(ctx, r)
 			case err == nil || apierrors.IsNotFound(err):
-				w.stopWatching(r)
+				if w.notFound(r) {
+					confirm = append(confirm, r)
+				}
 			default:
+				r.absentAnswers = 0
 				w.failed(r, err)
 			}
-			known = known && r.state != unknown
 		}
 		w.amu.Unlock()
 	}
+	// Outside the lock: Ready and the metrics must not wait on a request.
+	for _, r := range confirm {
+		lctx, cancel := context.WithTimeout(ctx, confirmTimeout)
+		_, err := w.clients.dyn.Resource(r.gvr).List(lctx, metav1.ListOptions{Limit: 1})
+		cancel()
+		w.amu.Lock()
+		switch {
+		case apierrors.IsNotFound(err):
+			w.stopWatching(r)
+		case err == nil:
+			// Served after all: discovery was wrong, and its run of
+			// answers counts for nothing.
+			r.absentAnswers = 0
+			w.startWatching(ctx, r)
+		default:
+			r.absentAnswers = 0 // cannot tell: confirmed again from the start
+			klog.V(2).InfoS("Cannot confirm the absence of an admin policy resource", "resource", r.gvr.String(), "err", err)
+		}
+		w.amu.Unlock()
+	}
+	w.amu.Lock()
+	defer w.amu.Unlock()
+	known := true
+	for _, r := range w.admin {
+		known = known && r.state != unknown && r.state != absentUnconfirmed
+	}
 	return known
+}
+
+// confirmTimeout bounds the list that confirms an absence.
+const confirmTimeout = 10 * time.Second
+
+// notFound records that discovery says r is not served, and reports
+// whether the absence is due to be confirmed with a list. Called with amu
+// held.
+func (w *Watch) notFound(r *adminResource) bool {
+	if r.state == notServed {
+		return false
+	}
+	now := time.Now()
+	if r.absentAnswers == 0 {
+		r.absentSince = now
+	}
+	r.absentAnswers++
+	if r.state != absentUnconfirmed {
+		klog.InfoS("Discovery says an admin policy resource is not served; confirming before dropping its policies",
+			"resource", r.gvr.String(), "was", r.state)
+		r.state, r.err, r.reported = absentUnconfirmed, nil, false
+		w.notify() // Ready changed
+	}
+	return r.absentAnswers >= minAbsentAnswers && now.Sub(r.absentSince) >= w.opts.ConfirmAbsent
 }
 
 func served(list *metav1.APIResourceList, resource string) bool {
@@ -144,7 +215,8 @@ func (w *Watch) rediscover(ctx context.Context, known bool) {
 // startWatching starts an informer for r, unless it has one. Called with
 // amu held.
 func (w *Watch) startWatching(ctx context.Context, r *adminResource) {
-	if r.state == watched {
+	if r.inf != nil { // watched, or absentUnconfirmed after watched
+		w.setKnown(r, watched)
 		return
 	}
 	lw := newReconnecting(listWatch[*unstructured.UnstructuredList](w.clients.dyn.Resource(r.gvr)), w.clients.dyn, r.gvr.Resource)
@@ -173,7 +245,8 @@ func (w *Watch) startWatching(ctx context.Context, r *adminResource) {
 // stopWatching records that r is not served, and drops its informer and
 // objects if it had them (its CRD was removed). Called with amu held.
 func (w *Watch) stopWatching(r *adminResource) {
-	if r.state == watched {
+	r.absentAnswers = 0
+	if r.inf != nil {
 		r.stop()
 		r.inf, r.synced, r.stop = nil, nil, nil
 		w.m.removeKind(r.kind)
@@ -197,6 +270,11 @@ func (w *Watch) setKnown(r *adminResource, s resourceState) {
 
 // failed records a failed discovery of r. Called with amu held.
 func (w *Watch) failed(r *adminResource, err error) {
+	if r.state == absentUnconfirmed && r.inf == nil {
+		r.state = unknown // nothing is known of it again
+	} else if r.state == absentUnconfirmed {
+		w.setKnown(r, watched) // a failure says nothing of absence
+	}
 	if r.state != unknown {
 		klog.V(2).InfoS("Discovery failed; the admin policy resource's last known state stands",
 			"resource", r.gvr.String(), "state", r.state, "err", err)
@@ -222,7 +300,12 @@ func (w *Watch) failed(r *adminResource, err error) {
 // state and holds the objects of those watched: until then a snapshot
 // could lack admin policies that exist, and Read fails. A resource the API
 // server does not serve is known to have no objects.
-func (w *Watch) Ready() error {
+func (w *Watch) Ready() error { return w.check(true) }
+
+// check says why the watch is not ready: every reason, or (all false)
+// only those for which it lacks objects that may exist, which make a Read
+// incomplete.
+func (w *Watch) check(all bool) error {
 	w.amu.Lock()
 	defer w.amu.Unlock()
 	var why []string
@@ -230,7 +313,14 @@ func (w *Watch) Ready() error {
 		switch {
 		case r.state == unknown:
 			why = append(why, fmt.Sprintf("cannot tell whether the API server serves %s (%s): %v", r.gvr.Resource, r.gvr.GroupVersion(), r.err))
-		case r.state == watched && !r.synced():
+		case r.state == absentUnconfirmed && (all || r.inf == nil):
+			held := "its policies are not known"
+			if r.inf != nil {
+				held = "its policies are kept"
+			}
+			why = append(why, fmt.Sprintf("discovery says the API server does not serve %s (%s) since %s (%d answers); %s until that is confirmed",
+				r.gvr.Resource, r.gvr.GroupVersion(), r.absentSince.UTC().Format(time.RFC3339), r.absentAnswers, held))
+		case r.inf != nil && !r.synced():
 			why = append(why, r.gvr.Resource+" not listed yet")
 		}
 	}
@@ -241,7 +331,7 @@ func (w *Watch) Ready() error {
 }
 
 // stateHelp is the help of the state metric.
-const stateHelp = "Discovery state of each admin policy resource (1 for the current state): watched; not-served (no CRD: no such policies); unknown (discovery fails: the agent keeps its rules and is not ready)."
+const stateHelp = "Discovery state of each admin policy resource (1 for the current state): watched; not-served (no CRD: no such policies); unknown (discovery fails: the agent keeps its rules and is not ready); absent-unconfirmed (discovery says not served: the policies are kept and the agent is not ready until a list confirms it)."
 
 var stateDesc = prometheus.NewDesc("netpol_admin_policy_resource_state", stateHelp, []string{"resource", "state"}, nil)
 

@@ -56,18 +56,20 @@ func TestKubeFaultAPIServerDownAtStart(t *testing.T) {
 }
 
 // TestKubeFaultCRDsInstalledLater: in a cluster without the
-// network-policy-api CRDs the watch is ready (the kinds are known not to be
-// served); once they are installed, it watches them.
+// network-policy-api CRDs the watch is ready once their absence is
+// confirmed (the kinds are known not to be served); once they are
+// installed, it watches them.
 func TestKubeFaultCRDsInstalledLater(t *testing.T) {
 	c := kubetest.StartWith(t, kubetest.Options{WithoutCRDs: true})
 	ctx := t.Context()
 	if err := c.Create(ctx, manifests(t, core)); err != nil {
 		t.Fatal(err)
 	}
-	w := startWatch(t, c, kube.WatchOptions{Recheck: 100 * time.Millisecond})
-	if err := w.Ready(); err != nil {
-		t.Errorf("without the CRDs: %v, want ready", err)
+	w := startWatch(t, c, kube.WatchOptions{Recheck: 100 * time.Millisecond, ConfirmAbsent: 100 * time.Millisecond})
+	if err := w.Ready(); err == nil {
+		t.Error("ready after one answer of discovery without the CRDs, want not ready until their absence is confirmed")
 	}
+	waitReady(t, w)
 	objs, _, v, err := w.Read()
 	if err != nil {
 		t.Fatal(err)

@@ -101,7 +101,7 @@ func states(w *Watch, want ...string) error {
 	var exp strings.Builder
 	exp.WriteString("# HELP netpol_admin_policy_resource_state " + stateHelp + "\n# TYPE netpol_admin_policy_resource_state gauge\n")
 	for _, r := range []string{"adminnetworkpolicies", "baselineadminnetworkpolicies", "clusternetworkpolicies"} {
-		for _, s := range []string{"not-served", "unknown", "watched"} {
+		for _, s := range []string{"absent-unconfirmed", "not-served", "unknown", "watched"} {
 			v := "0"
 			for _, w := range want {
 				if w == r+" "+s {
@@ -177,11 +177,12 @@ func TestFaultDiscoveryErrorThenSuccess(t *testing.T) {
 	}
 }
 
-// TestFaultDiscoveryNotServed: a group version that is not found is a
-// known state (no CRD, no policies: ready); a later recheck finds it
-// served and watches it; a failing recheck leaves a watched kind watched
-// (like any informer through an outage); a kind no longer served is no
-// longer watched, and its objects leave the mirror.
+// TestFaultDiscoveryNotServed: a group version that is not found, and
+// whose resources' lists are not found either, is a known state once
+// confirmed (no CRD, no policies: ready); a later recheck finds it served
+// and watches it; a failing recheck leaves a watched kind watched (like
+// any informer through an outage); a kind no longer served is no longer
+// watched once that is confirmed, and its objects leave the mirror.
 func TestFaultDiscoveryNotServed(t *testing.T) {
 	var installed, failing atomic.Bool
 	var calls atomic.Int32
@@ -197,10 +198,11 @@ func TestFaultDiscoveryNotServed(t *testing.T) {
 		return false, nil, nil
 	})
 	rec := record.NewFakeRecorder(10)
-	w := fakeWatch(t, disc, rec)
+	w := absenceWatch(t, disc, rec, func() bool { return !installed.Load() })
 	if err := w.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	waitStates(t, w, "adminnetworkpolicies not-served", "baselineadminnetworkpolicies not-served", "clusternetworkpolicies not-served")
 	if err := w.Ready(); err != nil {
 		t.Errorf("Ready without the CRDs: %v, want ready", err)
 	}
@@ -269,4 +271,157 @@ func TestFaultAdminListForbiddenStartReturns(t *testing.T) {
 	if _, _, _, err := w.Read(); !errors.Is(err, source.ErrIncomplete) {
 		t.Errorf("Read: %v, want source.ErrIncomplete", err)
 	}
+}
+
+// absenceWatch is fakeWatch whose dynamic client answers the lists of
+// the admin policy resources with 404 while gone reports true (their CRDs
+// deleted), and whose absence is confirmed after ConfirmAbsent: 1 ns.
+func absenceWatch(t *testing.T, disc *fakediscovery.FakeDiscovery, rec record.EventRecorder, gone func() bool) *Watch {
+	t.Helper()
+	w := fakeWatch(t, disc, rec)
+	w.opts.ConfirmAbsent = time.Nanosecond
+	dyn := w.clients.dyn.(*dynamicfake.FakeDynamicClient)
+	dyn.PrependReactor("list", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if gone() {
+			return true, nil, apierrors.NewNotFound(a.GetResource().GroupResource(), "")
+		}
+		return false, nil, nil
+	})
+	return w
+}
+
+// discoveryScript answers discovery calls in turn with the script's
+// errors (nil: served), the last one for ever after. Before answering call
+// pause (1-based), it sends on paused and waits for resume: the test looks
+// at the watch with every earlier answer applied.
+type discoveryScript struct {
+	script         []error
+	pause          int32
+	paused, resume chan struct{}
+	calls          atomic.Int32
+}
+
+func (s *discoveryScript) discovery() *fakediscovery.FakeDiscovery {
+	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: allServed}}
+	disc.AddReactor("get", "resource", func(clienttesting.Action) (bool, runtime.Object, error) {
+		n := s.calls.Add(1)
+		if n == s.pause {
+			s.paused <- struct{}{}
+			select {
+			case <-s.resume:
+			case <-time.After(10 * time.Second): // a bound on a hang, should the test end first
+			}
+		}
+		err := s.script[min(int(n), len(s.script))-1]
+		return err != nil, nil, err
+	})
+	return disc
+}
+
+var notFound = apierrors.NewNotFound(schema.GroupResource{Group: "policy.networking.k8s.io"}, "")
+
+// TestAdversarialDiscoveryOne404KeepsTheKind: one round of discovery
+// answers 404 for every admin policy group version, while the resources
+// are served (an API server restarting its aggregated discovery). The
+// kinds are not dropped (which lifted every admin deny until the next
+// recheck, a minute later): their policies stay, the watch is not ready
+// and says why, and the next answer makes it watched and ready again.
+func TestAdversarialDiscoveryOne404KeepsTheKind(t *testing.T) {
+	s := &discoveryScript{script: []error{nil, nil, notFound, notFound, nil}, pause: 5,
+		paused: make(chan struct{}), resume: make(chan struct{})}
+	w := absenceWatch(t, s.discovery(), nil, func() bool { return false })
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.paused:
+	case <-time.After(10 * time.Second): // a bound on a hang, not a performance assertion
+		t.Fatal("discovery was never asked again")
+	}
+	if !hasQuarantine(w) {
+		t.Error("one 404 from discovery dropped the ANP")
+	}
+	if err := w.Ready(); err == nil || !strings.Contains(err.Error(), "adminnetworkpolicies") {
+		t.Errorf("Ready after a 404 = %v, want not ready, naming the resource", err)
+	}
+	if _, _, _, err := w.Read(); err != nil {
+		t.Errorf("Read after a 404 of a watched kind = %v, want its objects, complete", err)
+	}
+	wantStates(t, w, "adminnetworkpolicies absent-unconfirmed", "baselineadminnetworkpolicies absent-unconfirmed",
+		"clusternetworkpolicies absent-unconfirmed")
+	close(s.resume)
+	waitStates(t, w, "adminnetworkpolicies watched", "baselineadminnetworkpolicies watched", "clusternetworkpolicies watched")
+	eventually(t, "ready once discovery answers", func() bool { return w.Ready() == nil })
+	if !hasQuarantine(w) {
+		t.Error("the ANP is gone after discovery answered again")
+	}
+}
+
+// TestAdversarialDiscoveryNotConfirmedByFailures: 404s from discovery
+// with 503s between them, while a list of the resource says 404 too: a
+// 503 or a timeout says nothing of absence, so the 404s never add up to a
+// confirmed one and the kind keeps its policies.
+func TestAdversarialDiscoveryNotConfirmedByFailures(t *testing.T) {
+	unavailable := apierrors.NewServiceUnavailable("etcd is away")
+	var script []error
+	script = append(script, nil, nil) // Start: served
+	for range 6 {
+		// Two 404s per group version, then a 503 each: never three in
+		// a row.
+		script = append(script, notFound, notFound, notFound, notFound, unavailable, unavailable)
+	}
+	s := &discoveryScript{script: append(script, nil), pause: int32(len(script)) + 1,
+		paused: make(chan struct{}), resume: make(chan struct{})}
+	// Listed at Start; 404 from the lists after it.
+	w := absenceWatch(t, s.discovery(), nil, func() bool { return s.calls.Load() > 2 })
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.paused:
+	case <-time.After(30 * time.Second): // a bound on a hang, not a performance assertion
+		t.Fatal("discovery was not asked through the script")
+	}
+	if !hasQuarantine(w) {
+		t.Error("404s separated by 503s dropped the ANP")
+	}
+	close(s.resume)
+}
+
+// TestAdversarialDiscoveryConfirmedAbsence: a kind is dropped once
+// discovery has said 404 three times in a row over ConfirmAbsent and a
+// list of the resource says 404 too (its CRD is gone); a cluster without
+// the CRDs is not ready until their absence is confirmed, then ready with
+// no admin policies.
+func TestAdversarialDiscoveryConfirmedAbsence(t *testing.T) {
+	s := &discoveryScript{script: []error{nil, nil, notFound}, paused: make(chan struct{})}
+	w := absenceWatch(t, s.discovery(), nil, func() bool { return s.calls.Load() > 2 })
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitStates(t, w, "adminnetworkpolicies not-served", "baselineadminnetworkpolicies not-served", "clusternetworkpolicies not-served")
+	if hasQuarantine(w) {
+		t.Error("the ANP stays once the absence of its kind is confirmed")
+	}
+	if err := w.Ready(); err != nil {
+		t.Errorf("Ready once absence is confirmed: %v", err)
+	}
+	if n := s.calls.Load(); n < 2+3*2 {
+		t.Errorf("dropped after %d discovery calls, want three 404s of each group version after the first two", n)
+	}
+
+	// At start: a cluster without the CRDs.
+	s = &discoveryScript{script: []error{notFound}, paused: make(chan struct{})}
+	w = absenceWatch(t, s.discovery(), nil, func() bool { return true })
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Ready(); err == nil {
+		t.Error("ready after one 404 at start, want not ready until the absence is confirmed")
+	}
+	if _, _, _, err := w.Read(); !errors.Is(err, source.ErrIncomplete) {
+		t.Errorf("Read after one 404 at start: %v, want source.ErrIncomplete", err)
+	}
+	waitStates(t, w, "adminnetworkpolicies not-served", "baselineadminnetworkpolicies not-served", "clusternetworkpolicies not-served")
+	eventually(t, "ready once the absence is confirmed", func() bool { return w.Ready() == nil })
 }

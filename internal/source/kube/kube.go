@@ -386,6 +386,12 @@ type WatchOptions struct {
 	// 500 ms doubling to 8 s, jittered, so that a transient failure costs
 	// seconds of readiness and a lasting one little load.
 	Retry wait.Backoff
+	// ConfirmAbsent is how long discovery must say that an admin policy
+	// resource is not served, in at least three answers in a row with no
+	// other answer between them, before a list of the resource is asked
+	// to confirm it (a 404 too): only then is the resource known not to be
+	// served, and a watched one dropped with its policies. Default: 10 s.
+	ConfirmAbsent time.Duration
 	// Recorder, when set, receives a Warning Event (EventDiscoveryFailed)
 	// about Node when a resource's state becomes unknown.
 	Recorder record.EventRecorder
@@ -405,6 +411,9 @@ func (o *WatchOptions) complete() {
 	}
 	if o.AdminWait == 0 {
 		o.AdminWait = 10 * time.Second
+	}
+	if o.ConfirmAbsent == 0 {
+		o.ConfirmAbsent = 10 * time.Second
 	}
 	if o.Retry.Duration == 0 {
 		o.Retry = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.5, Cap: 8 * time.Second, Steps: math.MaxInt32}
@@ -615,7 +624,7 @@ func (w *Watch) Changed() <-chan struct{} { return w.changed }
 // drop admin policies it could not read, and only a node that never
 // programmed enforces what is known.
 func (w *Watch) Read() ([]source.Object, diag.List, string, error) {
-	ready := w.Ready()
+	ready := w.check(false)
 	w.mu.Lock()
 	w.noticed, w.pending = w.pending, time.Time{}
 	w.mu.Unlock()
@@ -657,7 +666,7 @@ func (w *Watch) AdminPolicies() []AdminPolicy {
 	w.amu.Lock()
 	defer w.amu.Unlock()
 	for _, r := range w.admin {
-		if r.state != watched {
+		if r.inf == nil {
 			continue
 		}
 		gvr := r.gvr
