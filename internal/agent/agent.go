@@ -86,11 +86,11 @@ type Config struct {
 	// PodInterfaces are the globs of the node's pod interfaces
 	// (compile.IR.PodInterfaces): packets from or to them must carry an
 	// address of the pod behind the interface, or they are dropped.
-	// PodLink names the interface a local pod's address is routed to
-	// (dataplane.RouteDevice); nil binds no pod to an interface, so with
+	// PodLinks names the interfaces local pods' addresses are routed to
+	// (dataplane.RouteDevices); nil binds no pod to an interface, so with
 	// PodInterfaces every packet of a pod interface is dropped.
 	PodInterfaces []string
-	PodLink       func(netip.Addr) (string, error)
+	PodLinks      func([]netip.Addr) (map[netip.Addr]string, error)
 	// LocalAddrs lists the node's own addresses (dataplane.LocalAddrs):
 	// the cut never judges the node's connections. Nil: none are known.
 	LocalAddrs func() ([]netip.Addr, error)
@@ -191,12 +191,13 @@ type Agent struct {
 	// partial: the kernel holds what this agent programmed from an
 	// incomplete input (see enforcesOnlyWhatIsKnown).
 	partial bool
-	// linksMissing: a local pod's interface was not found in the last
-	// pass (bindInterfaces), so the next turn of the loop passes again.
-	linksMissing bool
-	generation   uint32
-	lastResync   time.Time
-	lastVerify   time.Time
+	// unbound are the addresses of the local pods whose interface the
+	// last pass did not find (bindInterfaces): every turn of the loop
+	// looks for them again, and passes when one has appeared.
+	unbound    []netip.Addr
+	generation uint32
+	lastResync time.Time
+	lastVerify time.Time
 }
 
 type outcome struct {
@@ -358,7 +359,7 @@ func (a *Agent) Pass(ctx context.Context) (err error) {
 	} else {
 		a.partial = false
 	}
-	if fp == a.status.Programmed && a.status.Error == "" && !a.linksMissing || fp == a.badInput {
+	if fp == a.status.Programmed && a.status.Error == "" && !a.linkAppeared() || fp == a.badInput {
 		// Programmed already, or known to be invalid: not decoded again,
 		// but an invalid input is still the answer of this pass (the loop
 		// stays not ready and backs off).
@@ -645,36 +646,68 @@ func ReadStatus(path string) (Status, error) {
 }
 
 // bindInterfaces names in ir the interface of each local pod, where its
-// packets come in (render/nft's pods.go says why). A pod whose interface
-// is not found stays unbound, so its packets are dropped, and the loop
-// passes again at its next turn rather than at the next input change: a
-// pod is denied between its start and the pass that finds its link, never
-// open.
+// packets come in (render/nft's pods.go says why): the interface its
+// address is routed to, when that is a pod interface. A pod whose
+// interface is not found stays unbound, so its packets are dropped, and
+// the loop looks for it at every turn (linkAppeared) rather than at the
+// next input change: a pod is denied between its start and the pass that
+// finds its link, never open.
 func (a *Agent) bindInterfaces(ir *compile.IR) {
-	a.linksMissing = false
+	a.unbound = nil
 	if len(a.cfg.PodInterfaces) == 0 {
 		return
 	}
 	ir.PodInterfaces = a.cfg.PodInterfaces
-	if a.cfg.PodLink == nil {
+	if a.cfg.PodLinks == nil {
 		return
+	}
+	var ips []netip.Addr
+	for _, p := range ir.Pods {
+		ips = append(ips, p.IPs...)
+	}
+	links, err := a.cfg.PodLinks(ips)
+	if err != nil {
+		klog.ErrorS(err, "Finding the pods' interfaces; their packets are dropped until found", "node", a.cfg.Node)
 	}
 	var missing []string
 	for i := range ir.Pods {
 		p := &ir.Pods[i]
 		for _, ip := range p.IPs {
-			name, err := a.cfg.PodLink(ip)
-			if err == nil && compile.ValidInterface(name) {
+			if name := links[ip]; a.podInterface(name) {
 				p.Interface = name
 				break
 			}
 		}
 		if p.Interface == "" {
 			missing = append(missing, p.Pod)
+			a.unbound = append(a.unbound, p.IPs...)
 		}
 	}
 	if len(missing) > 0 {
-		a.linksMissing = true
 		klog.V(1).InfoS("Pods whose interface is not found: their packets are dropped until it is", "node", a.cfg.Node, "pods", missing)
 	}
+}
+
+// podInterface reports whether name is a pod interface that renderers can
+// write.
+func (a *Agent) podInterface(name string) bool {
+	return compile.ValidInterface(name) && compile.MatchInterface(a.cfg.PodInterfaces, name)
+}
+
+// linkAppeared reports whether the interface of a pod that the last pass
+// left unbound is there now: one dump of the routes, no pass.
+func (a *Agent) linkAppeared() bool {
+	if len(a.unbound) == 0 || a.cfg.PodLinks == nil {
+		return false
+	}
+	links, err := a.cfg.PodLinks(a.unbound)
+	if err != nil {
+		return false
+	}
+	for _, name := range links {
+		if a.podInterface(name) {
+			return true
+		}
+	}
+	return false
 }

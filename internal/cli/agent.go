@@ -415,7 +415,7 @@ func (o *agentOptions) kernel(ctx context.Context, cmd *cobra.Command, rec recor
 	o.cfg.Conntrack = dataplane.Conntrack{}
 	o.cfg.Generation = dataplane.Generation
 	stopDNS := func() {}
-	o.cfg.PodLink = dataplane.RouteDevice
+	o.cfg.PodLinks = dataplane.RouteDevices
 	o.cfg.LocalAddrs = dataplane.LocalAddrs
 	if o.dnsProxy {
 		p, stop, err := startDNSProxy(ctx, o.cfg.Node, o.dnsKernel, o.dnsLimits, rec)

@@ -52,3 +52,21 @@ func TestAdversarialEvaluatorDecidesAsKernel(t *testing.T) {
 		}
 	}
 }
+
+// TestAdversarialInterfaceNames: the names that reach nft as pod
+// interfaces are refused when they could be syntax (a quote, a space, a
+// backslash, past IFNAMSIZ), and globs match by prefix only at their end.
+func TestAdversarialInterfaceNames(t *testing.T) {
+	for name, want := range map[string]bool{"veth1a2b": true, "cali-x.1@2": true, "cni0": true, `veth"`: false, "veth 1": false,
+		`veth\1`: false, "": false, "..": false, "sixteen-chars-xx": false, "veth*": false} {
+		if got := compile.ValidInterface(name); got != want {
+			t.Errorf("ValidInterface(%q) = %v, want %v", name, got, want)
+		}
+	}
+	globs := []string{"veth*", "cni0"}
+	for name, want := range map[string]bool{"veth0": true, "veth": true, "cni0": true, "cni01": false, "xveth0": false, "fab": false} {
+		if got := compile.MatchInterface(globs, name); got != want {
+			t.Errorf("MatchInterface(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

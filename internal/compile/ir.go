@@ -10,6 +10,7 @@ package compile
 import (
 	"io"
 	"net/netip"
+	"strings"
 
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/policy"
@@ -69,6 +70,16 @@ func ValidInterface(name string) bool { return validInterface(name, false) }
 // ValidInterfaceGlob is ValidInterface with an optional "*" at the end,
 // which stands for any rest ("veth*").
 func ValidInterfaceGlob(glob string) bool { return validInterface(glob, true) }
+
+// MatchInterface reports whether interface name matches one of globs.
+func MatchInterface(globs []string, name string) bool {
+	for _, g := range globs {
+		if prefix, ok := strings.CutSuffix(g, "*"); ok && strings.HasPrefix(name, prefix) || g == name {
+			return true
+		}
+	}
+	return false
+}
 
 func validInterface(name string, glob bool) bool {
 	if glob && len(name) > 1 && name[len(name)-1] == '*' {

@@ -7,23 +7,61 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// RouteDevice returns the name of the interface that the current network
-// namespace routes ip out of: for a pod of this node, the node's end of
-// its link, whatever the CNI named it (a veth of ptp, kindnet or Calico
-// with a /32 or /128 route, or the bridge of the bridge plugin and
-// flannel). The kernel's own route lookup decides, so the answer is the
-// interface the pod's packets come in by.
-func RouteDevice(ip netip.Addr) (string, error) {
-	routes, err := netlink.RouteGet(ip.AsSlice())
+// RouteDevices returns, for each address of ips that the current network
+// namespace's main routing table routes, the name of the interface it
+// routes it out of: for a pod of this node, the node's end of its link,
+// whatever the CNI named it (a veth of ptp, kindnet or Calico with a /32
+// or /128 route, or the bridge of the bridge plugin and flannel, with the
+// pod subnet's route). The most specific route decides, as the kernel's
+// lookup does in the main table. One dump of the routes and one of the
+// links, whatever the number of addresses: the agent asks at every pass.
+func RouteDevices(ips []netip.Addr) (map[netip.Addr]string, error) {
+	links, err := netlink.LinkList()
 	if err != nil {
-		return "", fmt.Errorf("route to %s: %w", ip, err)
+		return nil, fmt.Errorf("listing interfaces: %w", err)
 	}
-	if len(routes) == 0 || routes[0].LinkIndex == 0 {
-		return "", fmt.Errorf("route to %s: no interface", ip)
+	names := make(map[int]string, len(links))
+	for _, l := range links {
+		names[l.Attrs().Index] = l.Attrs().Name
 	}
-	link, err := netlink.LinkByIndex(routes[0].LinkIndex)
-	if err != nil {
-		return "", fmt.Errorf("route to %s: interface %d: %w", ip, routes[0].LinkIndex, err)
+	type route struct {
+		dst  netip.Prefix
+		link int
 	}
-	return link.Attrs().Name, nil
+	var routes []route
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		list, err := netlink.RouteList(nil, family)
+		if err != nil {
+			return nil, fmt.Errorf("listing routes: %w", err)
+		}
+		for _, r := range list {
+			if r.LinkIndex == 0 {
+				continue // multipath or unreachable: no one interface
+			}
+			dst := netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+			if family == netlink.FAMILY_V6 {
+				dst = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+			}
+			if r.Dst != nil {
+				a, ok := netip.AddrFromSlice(r.Dst.IP)
+				ones, _ := r.Dst.Mask.Size()
+				if !ok {
+					continue
+				}
+				dst = netip.PrefixFrom(a.Unmap(), ones)
+			}
+			routes = append(routes, route{dst.Masked(), r.LinkIndex})
+		}
+	}
+	out := make(map[netip.Addr]string, len(ips))
+	for _, ip := range ips {
+		best := -1
+		for _, r := range routes {
+			if r.dst.Bits() > best && r.dst.Contains(ip) {
+				best = r.dst.Bits()
+				out[ip] = names[r.link]
+			}
+		}
+	}
+	return out, nil
 }

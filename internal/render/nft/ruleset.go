@@ -11,11 +11,19 @@
 // Layout of the table:
 //
 //	forward (hook forward): established/related accept; drop held
-//	                        connections (cut.go); jump egress; jump ingress
+//	                        connections (cut.go); pod interfaces to
+//	                        from-pod and to-pod (pods.go); jump egress;
+//	                        jump ingress
 //	input   (hook input):   established/related accept; drop held
 //	                        connections; IPv6 neighbour discovery accept;
-//	                        jump egress
-//	cut-4, cut-6: connections cut by a policy change (cut.go)
+//	                        pod interfaces to from-pod; jump egress
+//	output  (hook output):  established/related accept; drop held
+//	                        connections (the node is not judged, but does
+//	                        not re-open a cut)
+//	cut-4, cut-6, cut-pairs-4, cut-pairs-6: connections cut by a policy
+//	    change (cut.go)
+//	from-pod, to-pod; sets pod-addrs-4/-6 (address . interface): a pod
+//	    interface's packets carry its pod's programmed address (pods.go)
 //	egress:  ip saddr vmap @egress-4   (local pod -> its egress table chain)
 //	ingress: ip daddr vmap @ingress-4  (local pod -> its ingress table chain)
 //	in-<hash>, eg-<hash>: one chain per IR table, shared by its pods;
@@ -27,7 +35,7 @@
 //	    base chains, only when the IR records (record.go).
 //
 // Node-originated traffic (kubelet probes) leaves through the output hook,
-// which netpol does not filter. Accept in a table chain is "return": the
+// where netpol only holds cut connections. Accept in a table chain is "return": the
 // other direction still decides. Denied traffic is dropped, never rejected.
 package nft
 
