@@ -1,6 +1,7 @@
 package nflog
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -128,4 +129,51 @@ func inNS(t testing.TB, name string, fn func()) {
 		}
 	}()
 	fn()
+}
+
+// TestLabAdversarialReadNowWhileWaiting: ReadNow never waits, also while
+// another goroutine is in Wait on the same reader (the DNS proxy's query
+// log: its reader waits, and an answer that matches no query reads the
+// socket dry). Waiting behind Wait, a forged answer stalled the proxy, and
+// every held answer behind it, until some pod's next query was logged.
+func TestLabAdversarialReadNowWhileWaiting(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root (CI=true)")
+		}
+		t.Skip("needs root")
+	}
+	ns := "netpol-nflog-wait-" + strconv.Itoa(os.Getpid())
+	run(t, "ip", "netns", "add", ns)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	var r *Reader
+	inNS(t, ns, func() {
+		var err error
+		if r, err = Open(8); err != nil {
+			t.Fatal(err)
+		}
+	})
+	waiting := make(chan error, 1)
+	go func() { waiting <- r.Wait() }()
+	time.Sleep(100 * time.Millisecond) // Wait is in the poller: nothing is logged in the namespace
+	read := make(chan error, 1)
+	go func() {
+		ps, err := r.ReadNow()
+		if err == nil && len(ps) != 0 {
+			err = errors.New("packets from an empty log")
+		}
+		read <- err
+	}()
+	select {
+	case err := <-read:
+		if err != nil {
+			t.Errorf("ReadNow: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("ReadNow waited behind Wait for 10 s: nothing was logged, and it must not wait")
+		r.Close()
+		<-read
+	}
+	r.Close()
+	<-waiting
 }

@@ -160,9 +160,11 @@ func (r *Reader) ReadNow() ([]Packet, error) {
 	}
 	n := 0
 	var rerr error
-	if err := rc.Read(func(fd uintptr) bool {
+	// Control, not Read: Read takes the file's read lock, which a Wait in
+	// another goroutine holds while it waits, and a ReadNow behind it
+	// would wait for the next message after all.
+	if err := rc.Control(func(fd uintptr) {
 		n, _, rerr = unix.Recvfrom(int(fd), r.buf, unix.MSG_DONTWAIT)
-		return true // one try: never wait
 	}); err != nil {
 		return nil, err
 	}
