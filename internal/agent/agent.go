@@ -148,12 +148,17 @@ type Status struct {
 	// Refused are the NetworkPolicies this node does not program as
 	// written because they are too large (compile.Refusal): each isolates
 	// its pods and allows nothing.
-	Refused []string    `json:"refused,omitempty"`
-	Pods    int         `json:"localPods"`
-	Tables  int         `json:"tables"`
-	Time    time.Time   `json:"time"`
-	Took    string      `json:"took"`
-	IR      *compile.IR `json:"-"`
+	Refused []string `json:"refused,omitempty"`
+	// Unchecked are the local pods ("ns/name on link") whose link no
+	// --pod-interfaces glob names: their packets are judged by address
+	// only (a forged source, the window before their rules, are not
+	// closed for them).
+	Unchecked []string    `json:"unchecked,omitempty"`
+	Pods      int         `json:"localPods"`
+	Tables    int         `json:"tables"`
+	Time      time.Time   `json:"time"`
+	Took      string      `json:"took"`
+	IR        *compile.IR `json:"-"`
 }
 
 // Agent runs the loop for one node.
@@ -669,16 +674,25 @@ func (a *Agent) bindInterfaces(ir *compile.IR) {
 	if err != nil {
 		klog.ErrorS(err, "Finding the pods' interfaces; their packets are dropped until found", "node", a.cfg.Node)
 	}
-	var missing []string
+	var missing, unchecked []string
 	for i := range ir.Pods {
 		p := &ir.Pods[i]
+		other := ""
 		for _, ip := range p.IPs {
-			if name := links[ip]; a.podInterface(name) {
+			name := links[ip]
+			if a.podInterface(name) {
 				p.Interface = name
 				break
 			}
+			if name != "" {
+				other = name
+			}
 		}
-		if p.Interface == "" {
+		switch {
+		case p.Interface != "":
+		case other != "":
+			unchecked = append(unchecked, p.Pod+" on "+other)
+		default:
 			missing = append(missing, p.Pod)
 			a.unbound = append(a.unbound, p.IPs...)
 		}
@@ -686,6 +700,11 @@ func (a *Agent) bindInterfaces(ir *compile.IR) {
 	if len(missing) > 0 {
 		klog.V(1).InfoS("Pods whose interface is not found: their packets are dropped until it is", "node", a.cfg.Node, "pods", missing)
 	}
+	if !slices.Equal(unchecked, a.status.Unchecked) && len(unchecked) > 0 {
+		klog.ErrorS(nil, "Pods on links that no --pod-interfaces glob names: their packets are judged by address only (a forged source, the window before their rules, are not closed for them); name their links with the flag",
+			"node", a.cfg.Node, "pods", unchecked, "globs", a.cfg.PodInterfaces)
+	}
+	a.status.Unchecked = unchecked
 }
 
 // podInterface reports whether name is a pod interface that renderers can
