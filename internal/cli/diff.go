@@ -290,7 +290,7 @@ func writeDiffMarkdown(w io.Writer, r *diff.Result, explain bool) {
 // mdCode is a name as Markdown code; names as the API server allows them
 // hold no backtick, and anything else is plain escaped text.
 func mdCode(s string) string {
-	if strings.ContainsAny(s, "`\n") || escape.Controls(s) != s {
+	if strings.Contains(s, "`") || escape.Controls(s) != s {
 		return mdCell(s)
 	}
 	return "`" + s + "`"
