@@ -131,25 +131,12 @@ spec:
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dec := &source.Decoder{}
-			objs := dec.Decode("in.yaml", []byte(failClosedCluster+"---\n"+c.policy))
-			e, diags, err := pipeline.Build(objs, dec.Diags, pipeline.Options{SkipInvalid: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(diags.Errors()) == 0 {
+			allowed, invalid := buildSkippingInvalid(t, failClosedCluster+"---\n"+c.policy)
+			if !invalid {
 				t.Fatal("no error: the case is not invalid")
 			}
 			for _, f := range c.flows {
-				src, err := e.Endpoint(f.from)
-				if err != nil {
-					t.Fatal(err)
-				}
-				dst, err := e.Endpoint(f.to)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := e.Allowed(engine.Flow{Src: src, Dst: dst, Port: l4.Port{Proto: l4.TCP, Num: 80}}); got != f.want {
+				if got := allowed(f.from, f.to, 80); got != f.want {
 					t.Errorf("%s -> %s 80/tcp: allowed %v, want %v", f.from, f.to, got, f.want)
 				}
 			}
@@ -232,28 +219,36 @@ spec:
 `, false, []flow{{"untrusted/intruder", 80, true}, {"198.19.0.1", 80, false}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dec := &source.Decoder{}
-			objs := dec.Decode("in.yaml", []byte(npCluster+"---\n"+c.policy))
-			e, diags, err := pipeline.Build(objs, dec.Diags, pipeline.Options{SkipInvalid: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := len(diags.Errors()) > 0; got != c.invalid {
-				t.Fatalf("errors %v, want %v: %v", diags.Errors(), c.invalid, diags)
-			}
-			dst, err := e.Endpoint("shop/batch")
-			if err != nil {
-				t.Fatal(err)
+			allowed, invalid := buildSkippingInvalid(t, npCluster+"---\n"+c.policy)
+			if invalid != c.invalid {
+				t.Fatalf("invalid %v, want %v", invalid, c.invalid)
 			}
 			for _, f := range c.flows {
-				src, err := e.Endpoint(f.from)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := e.Allowed(engine.Flow{Src: src, Dst: dst, Port: l4.Port{Proto: l4.TCP, Num: f.port}}); got != f.want {
+				if got := allowed(f.from, "shop/batch", f.port); got != f.want {
 					t.Errorf("%s -> shop/batch %d/tcp: allowed %v, want %v", f.from, f.port, got, f.want)
 				}
 			}
 		})
 	}
+}
+
+// buildSkippingInvalid builds yaml as the agent does (SkipInvalid) and
+// returns whether a TCP flow is allowed, and whether the input had errors.
+func buildSkippingInvalid(t *testing.T, yaml string) (allowed func(from, to string, port uint16) bool, invalid bool) {
+	t.Helper()
+	dec := &source.Decoder{}
+	e, diags, err := pipeline.Build(dec.Decode("in.yaml", []byte(yaml)), dec.Diags, pipeline.Options{SkipInvalid: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := func(name string) engine.Endpoint {
+		ep, err := e.Endpoint(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ep
+	}
+	return func(from, to string, port uint16) bool {
+		return e.Allowed(engine.Flow{Src: endpoint(from), Dst: endpoint(to), Port: l4.Port{Proto: l4.TCP, Num: port}})
+	}, len(diags.Errors()) > 0
 }
