@@ -427,3 +427,32 @@ func TestCRDsAreUpstream(t *testing.T) {
 		}
 	}
 }
+
+// TestImagePinned checks that the agent runs a pinned tag, the same in the
+// DaemonSet and in kustomization.yaml, and never pulls it when the node has
+// it: under :latest (or no tag) the kubelet pulls on every start, so an
+// image loaded on the nodes ahead of time is never used.
+func TestImagePinned(t *testing.T) {
+	ds := one[*appsv1.DaemonSet](t, readManifests(t), "DaemonSet")
+	c := ds.Spec.Template.Spec.Containers[0]
+	repo, tag, ok := strings.Cut(c.Image, ":")
+	if !ok || tag == "" || tag == "latest" || strings.Contains(tag, "/") {
+		t.Errorf("DaemonSet image %q: want a pinned tag", c.Image)
+	}
+	if c.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("DaemonSet imagePullPolicy %q, want %q", c.ImagePullPolicy, corev1.PullIfNotPresent)
+	}
+	b, err := os.ReadFile("kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Images []struct{ Name, NewTag string } `json:"images"`
+	}
+	if err := yaml.Unmarshal(b, &k); err != nil {
+		t.Fatal(err)
+	}
+	if len(k.Images) != 1 || k.Images[0].Name != repo || k.Images[0].NewTag != tag {
+		t.Errorf("kustomization.yaml images %+v, want one %s with newTag %s as the DaemonSet has", k.Images, repo, tag)
+	}
+}

@@ -1,0 +1,14 @@
+// The image packer of hack/cluster: container images for the cluster's
+// nodes without Docker or a registry. A module of its own, so that
+// go-containerregistry's dependency graph never meets netpol's.
+module github.com/netpol/netpol/hack/cluster/image
+
+go 1.26.8
+
+require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+)
