@@ -44,7 +44,8 @@ npa_version="$(cd "$repo" && go list -m -f '{{.Version}}' sigs.k8s.io/network-po
 key="$( (
   cd "$repo"
   cat hack/k8s-bin/go.mod hack/k8s-bin/go.sum hack/k8s-bin/e2e/*.go
-  find hack/cluster -path hack/cluster/e2e -prune -o -type f \( -name '*.go' -o -name 'go.*' -o -name '*.patch' -o -name build.sh \) -print | LC_ALL=C sort | xargs cat
+  cat hack/cluster/build.sh
+  find hack/cluster/containerd hack/cluster/coredns hack/cluster/image hack/cluster/conformance -type f | LC_ALL=C sort | xargs cat
   echo "$npa_version"
 ) | sha256sum | cut -c1-16)"
 dir="${NETPOL_CLUSTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/netpol/cluster}/$key"

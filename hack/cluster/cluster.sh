@@ -7,6 +7,11 @@
 #   hack/cluster/cluster.sh run [--name NAME] CMD...       # CMD where the API server is reachable
 #   hack/cluster/cluster.sh down [--name NAME]             # leaves nothing behind
 #
+#   hack/cluster/cluster.sh e2e [--name NAME] [--reports DIR]          # upstream's NetworkPolicy specs
+#   hack/cluster/cluster.sh conformance [--name NAME] [--reports DIR]  # network-policy-api's, ClusterNetworkPolicy profile
+#   hack/cluster/cluster.sh realcluster [--name NAME] [--reports DIR]  # netpol's own (deploy/realcluster_test.go)
+#   hack/cluster/cluster.sh test [--reports DIR]   # up, all three, down: what CI runs
+#
 # The parts are the ones users run: etcd, kube-apiserver, controller-manager
 # and scheduler; on every node a kubelet, containerd with runc, the CNI
 # bridge and host-local plugins, and kube-proxy in nftables mode; CoreDNS;
@@ -43,6 +48,7 @@ state_root="${NETPOL_CLUSTER_STATE:-/var/lib/netpol-cluster}"
 
 name=netpol
 nodes=2
+reports=""
 pod_cidr=198.18.0.0/16
 node_net=198.19.0
 svc_cidr=198.19.128.0/20
@@ -667,29 +673,122 @@ cmd_down() {
   log "cluster $name removed"
 }
 
+# ---------------------------------------------------------------------------
+# Suites
+
+load_bins() {
+  [ -d "$state" ] || die "no cluster $name ($state): cluster.sh up --name $name"
+  k8s_bin="$(cat "$state/k8s-bin")"
+  cluster_bin="$(cat "$state/cluster-bin")"
+  [ -n "$reports" ] || reports="$state/reports"
+  mkdir -p "$reports"
+  reports="$(cd "$reports" && pwd)"
+}
+
+# cmd_e2e runs upstream Kubernetes' [Feature:NetworkPolicy] specs, as
+# upstream's e2e.test runs them, but for the SCTP ones: this kernel has no
+# SCTP sockets. JUnit XML in $reports/e2e-junit.xml.
+cmd_e2e() {
+  load_bins
+  local work="$state/e2e" rc=0
+  rm -rf "$work" && mkdir -p "$work"
+  log "e2e: upstream [Feature:NetworkPolicy] specs (about 8 minutes)"
+  KUBECONFIG="$state/admin.kubeconfig" in_cp "$cluster_bin/bin/e2e.test" \
+    --kubeconfig="$state/admin.kubeconfig" --provider=local \
+    --ginkgo.focus='\[Feature:NetworkPolicy\]' --ginkgo.skip='SCTP' \
+    --ginkgo.no-color --ginkgo.timeout=1h --report-dir="$work" >"$reports/e2e.log" 2>&1 || rc=$?
+  cp "$work/junit_01.xml" "$reports/e2e-junit.xml" 2>/dev/null || true
+  grep -E '^(Ran|PASS|FAIL|SUCCESS|FAIL!)' "$reports/e2e.log" | tail -3 >&2 || true
+  return $rc
+}
+
+# cmd_conformance runs network-policy-api's conformance suite at the version
+# netpol pins, profile ClusterNetworkPolicy with the standard and every
+# experimental feature, and keeps upstream's ConformanceReport. The suite
+# carries hack/cluster/conformance/no-sctp-kernel.patch: hack/cluster/verdict
+# accepts a test that failed only on its SCTP probes and nothing else.
+cmd_conformance() {
+  load_bins
+  local rc=0 version
+  version="$(cd "$repo" && git describe --always --dirty 2>/dev/null || echo unknown)"
+  log "conformance: network-policy-api, profile ClusterNetworkPolicy (about 10 minutes)"
+  KUBECONFIG="$state/admin.kubeconfig" in_cp go tool test2json -t \
+    "$cluster_bin/bin/conformance.test" -test.v=test2json -test.run=TestConformanceProfiles -test.timeout=90m \
+    --conformance-profiles=ClusterNetworkPolicy \
+    --supported-features=ClusterNetworkPolicy,ClusterNetworkPolicyNamedPorts,ClusterNetworkPolicyEgressNodePeers \
+    --organization=netpol --project=netpol --url=https://github.com/netpol/netpol \
+    --version="$version" --contact=netpol-maintainers \
+    --additional-info="hack/cluster/cluster.sh conformance; suite patched with hack/cluster/conformance/no-sctp-kernel.patch" \
+    --report-output="$reports/conformance-report.yaml" >"$reports/conformance.json" 2>"$reports/conformance.stderr" || true
+  (cd "$repo" && go run ./hack/cluster/verdict -report "$reports/conformance-report.yaml") \
+    <"$reports/conformance.json" >"$reports/conformance-verdict.md" || rc=$?
+  cat "$reports/conformance-verdict.md" >&2
+  return $rc
+}
+
+# cmd_realcluster runs netpol's own real-cluster tests.
+cmd_realcluster() {
+  load_bins
+  local rc=0
+  log "realcluster: netpol's own tests on the cluster"
+  (cd "$repo" && go test -c -tags realcluster -o "$state/realcluster.test" ./deploy/)
+  (cd "$repo/deploy" && KUBECONFIG="$state/admin.kubeconfig" in_cp "$state/realcluster.test" \
+    -test.run=TestRealCluster -test.v -test.count=1 -test.timeout=20m) >"$reports/realcluster.log" 2>&1 || rc=$?
+  grep -E '^(=== RUN|--- |    realcluster_test|PASS|FAIL|ok)' "$reports/realcluster.log" | grep -v '=== RUN' >&2 || true
+  return $rc
+}
+
+# cmd_test is CI's: a cluster of its own, every suite, and down whatever
+# happened. It fails if any suite failed.
+cmd_test() {
+  local failed=()
+  trap 'cmd_down' EXIT
+  cmd_up
+  cmd_e2e || failed+=(e2e)
+  cmd_conformance || failed+=(conformance)
+  # Last: its memory test reads the agents' peaks after the suites' load.
+  cmd_realcluster || failed+=(realcluster)
+  log "reports in $reports"
+  if ((${#failed[@]})); then
+    # Keep the logs of a failed run beside the reports.
+    cp -r "$state/logs" "$reports/cluster-logs" 2>/dev/null || true
+    die "failed: ${failed[*]}"
+  fi
+}
+
 usage() {
   sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
   exit "${1:-0}"
 }
 
 main() {
-  local cmd=${1:-}
+  local cmd=${1:-} name_given=0
   [ -n "$cmd" ] || usage 2
   shift
   while [ $# -gt 0 ]; do
     case $1 in
-    --name) name=$2; shift 2 ;;
+    --name) name=$2; name_given=1; shift 2 ;;
     --nodes) nodes=$2; shift 2 ;;
+    --reports) reports=$2; shift 2 ;;
     -h | --help) usage ;;
     *) break ;;
     esac
   done
   [[ $name =~ ^[a-z0-9]([a-z0-9-]{0,14}[a-z0-9])?$ ]] || die "--name must be 1-16 of a-z, 0-9 and -"
   [[ $nodes =~ ^[1-9]$ ]] || die "--nodes must be 1 to 9"
+  # A test run's cluster is named for the run, so that two runs on one
+  # machine never share one.
+  if [ "$cmd" = test ] && [ "$name_given" = 0 ]; then
+    name="t$$"
+  fi
   state="$state_root/$name"
   case $cmd in
   up) cmd_up ;;
   down) cmd_down ;;
+  e2e) cmd_e2e ;;
+  conformance) cmd_conformance ;;
+  realcluster) cmd_realcluster ;;
+  test) cmd_test ;;
   kubectl)
     k8s_bin="$(cat "$state/k8s-bin" 2>/dev/null)" || die "no cluster $name"
     kubectl_ "$@" ;;

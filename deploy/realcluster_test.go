@@ -1,0 +1,592 @@
+//go:build realcluster
+
+// The tests in this file prove what only a real cluster shows: netpol as
+// deploy/ runs it, next to a kubelet, containerd, the CNI bridge,
+// kube-proxy and CoreDNS (hack/cluster). They need that cluster, so they
+// build only with the tag realcluster, and hack/cluster/cluster.sh test runs
+// them where its API server is reachable:
+//
+//	hack/cluster/cluster.sh run go test -tags realcluster -run TestRealCluster ./deploy/
+//
+// KUBECONFIG names the cluster. Every probe is a real connection between
+// real pods, made with agnhost (the image upstream's suites use).
+
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/remotecommand"
+	"sigs.k8s.io/yaml"
+)
+
+// agnhost is the probe image; hack/cluster loads it on every node.
+const agnhost = "registry.k8s.io/e2e-test-images/agnhost:2.63.0"
+
+// The outside host of hack/cluster/cluster.sh and its names in CoreDNS.
+const (
+	outsideAllowed     = "allowed.outside.test"
+	outsideAllowedIP   = "198.19.0.250"
+	outsideDenied      = "denied.outside.test"
+	outsideDeniedIP    = "198.19.0.251"
+	outsidePort        = 8080
+	agentNamespace     = "netpol-system"
+	agentLabelSelector = "app.kubernetes.io/name=netpol,app.kubernetes.io/component=agent"
+)
+
+type cluster struct {
+	cfg *rest.Config
+	cs  kubernetes.Interface
+	dyn dynamic.Interface
+}
+
+func connect(t *testing.T) *cluster {
+	t.Helper()
+	path := os.Getenv("KUBECONFIG")
+	if path == "" {
+		t.Fatal("KUBECONFIG is not set: run through hack/cluster/cluster.sh run")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{cfg: cfg, cs: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
+}
+
+// namespace makes a namespace of the test's own, deleted when it ends.
+func (c *cluster) namespace(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	ns, err := c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "realcluster-"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	return ns.Name
+}
+
+// pod describes one agnhost pod.
+type pod struct {
+	name   string
+	labels map[string]string
+	node   string   // empty: the scheduler's choice
+	args   []string // agnhost's arguments; default: netexec on 8080
+}
+
+// run creates the pod and waits until it is ready.
+func (c *cluster) run(t *testing.T, ns string, p pod) *corev1.Pod {
+	t.Helper()
+	created := c.create(t, ns, p)
+	return c.waitReady(t, created)
+}
+
+func (c *cluster) create(t *testing.T, ns string, p pod) *corev1.Pod {
+	t.Helper()
+	args := p.args
+	if args == nil {
+		args = []string{"netexec", "--http-port=8080", "--udp-port=8081"}
+	}
+	zero := int64(0)
+	obj := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: p.labels},
+		Spec: corev1.PodSpec{
+			NodeName:                      p.node,
+			TerminationGracePeriodSeconds: &zero,
+			Containers: []corev1.Container{{
+				Name:            "c",
+				Image:           agnhost,
+				ImagePullPolicy: corev1.PullIfNotPresent,
+				Args:            args,
+			}},
+		},
+	}
+	created, err := c.cs.CoreV1().Pods(ns).Create(context.Background(), obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
+func (c *cluster) waitReady(t *testing.T, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	var got *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true,
+		func(ctx context.Context) (bool, error) {
+			var err error
+			got, err = c.cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	if err != nil {
+		t.Fatalf("pod %s/%s not ready: %v (phase %s)", p.Namespace, p.Name, err, got.Status.Phase)
+	}
+	return got
+}
+
+// exec runs a command in the pod's container and returns its stdout and
+// stderr.
+func (c *cluster) exec(ctx context.Context, p *corev1.Pod, cmd ...string) (string, string, error) {
+	req := c.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(p.Namespace).Name(p.Name).
+		SubResource("exec").VersionedParams(&corev1.PodExecOptions{
+		Container: p.Spec.Containers[0].Name,
+		Command:   cmd,
+		Stdout:    true,
+		Stderr:    true,
+	}, scheme.ParameterCodec)
+	ex, err := remotecommand.NewSPDYExecutor(c.cfg, "POST", req.URL())
+	if err != nil {
+		return "", "", err
+	}
+	var stdout, stderr bytes.Buffer
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	return stdout.String(), stderr.String(), err
+}
+
+// connects reports whether a TCP connection from the pod to host:port
+// opens within a second. An error of the probe itself fails the test: only
+// a refused or timed-out connection counts as "no".
+func (c *cluster) connects(t *testing.T, from *corev1.Pod, host string, port int) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, stderr, err := c.exec(ctx, from, "/agnhost", "connect", "--timeout=1s", "--protocol=tcp",
+		fmt.Sprintf("%s:%d", host, port))
+	switch {
+	case err == nil && stderr == "":
+		return true
+	case strings.Contains(stderr, "TIMEOUT"), strings.Contains(stderr, "REFUSED"):
+		return false
+	default:
+		t.Fatalf("probe %s/%s -> %s:%d: %v: %s", from.Namespace, from.Name, host, port, err, stderr)
+		return false
+	}
+}
+
+// hostname asks netexec at host:8080 for its hostname over HTTP from the
+// pod; "" when the connection does not open within a second.
+func (c *cluster) hostname(t *testing.T, from *corev1.Pod, host string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	script := fmt.Sprintf(`timeout 1 bash -c 'exec 3<>/dev/tcp/%s/8080 && printf "GET /hostname HTTP/1.0\r\n\r\n" >&3 && cat <&3' | tail -n 1`, host)
+	stdout, _, err := c.exec(ctx, from, "bash", "-c", script)
+	if err != nil && ctx.Err() != nil {
+		t.Fatalf("probe %s/%s -> %s: %v", from.Namespace, from.Name, host, err)
+	}
+	return strings.TrimSpace(stdout)
+}
+
+// eventually polls cond every 200 ms for up to 30 s: how long a change may
+// take to reach every node.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30s", what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (c *cluster) nodes(t *testing.T) []string {
+	t.Helper()
+	list, err := c.cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range list.Items {
+		names = append(names, n.Name)
+	}
+	if len(names) < 2 {
+		t.Fatalf("%d nodes, the tests need 2", len(names))
+	}
+	return names
+}
+
+// TestRealClusterServiceBackends: a Service with one backend the policy
+// admits and one it does not, reached through kube-proxy's DNAT from a
+// client on another node. Every answer must come from the admitted
+// backend, and some connections must fail: those kube-proxy sent to the
+// other one. netpol decides after the DNAT, on the backend's address.
+func TestRealClusterServiceBackends(t *testing.T) {
+	c := connect(t)
+	nodes := c.nodes(t)
+	ns := c.namespace(t)
+	ctx := context.Background()
+
+	c.run(t, ns, pod{name: "allowed", labels: map[string]string{"app": "web", "admit": "yes"}, node: nodes[0]})
+	c.run(t, ns, pod{name: "denied", labels: map[string]string{"app": "web", "admit": "no"}, node: nodes[0]})
+	client := c.run(t, ns, pod{name: "client", labels: map[string]string{"app": "client"}, node: nodes[1]})
+	svc, err := c.cs.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "web"},
+			Ports:    []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client may reach the admitted backend; the other one is isolated
+	// by a policy without rules.
+	for name, np := range map[string]networkingv1.NetworkPolicySpec{
+		"admit-one": {
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"admit": "yes"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From: []networkingv1.NetworkPolicyPeer{{
+					PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "client"}},
+				}},
+			}},
+		},
+		"isolate-other": {
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"admit": "no"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		},
+	} {
+		_, err := c.cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, &networkingv1.NetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       np,
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The direct paths first, so that the Service probes below start once
+	// both nodes have the policies.
+	eventually(t, "client reaches the admitted backend directly", func() bool {
+		return c.hostname(t, client, podIP(t, c, ns, "allowed")) == "allowed"
+	})
+	eventually(t, "client is refused by the other backend directly", func() bool {
+		return c.hostname(t, client, podIP(t, c, ns, "denied")) == ""
+	})
+
+	answers := map[string]int{}
+	for i := 0; i < 24; i++ {
+		answers[c.hostname(t, client, svc.Spec.ClusterIP)]++
+	}
+	t.Logf("24 connections to %s: %v (\"\" = no connection)", svc.Spec.ClusterIP, answers)
+	for h := range answers {
+		if h != "allowed" && h != "" {
+			t.Errorf("an answer from %q through the Service: only \"allowed\" is admitted", h)
+		}
+	}
+	if answers["allowed"] == 0 {
+		t.Error("no connection through the Service reached the admitted backend")
+	}
+	if answers[""] == 0 {
+		t.Error("every connection through the Service opened: kube-proxy never chose the denied backend, or netpol let it through")
+	}
+}
+
+func podIP(t *testing.T, c *cluster, ns, name string) string {
+	t.Helper()
+	p, err := c.cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Status.PodIP
+}
+
+// TestRealClusterNewPodDeniedUntilProgrammed: in a namespace whose
+// policies isolate every pod, a new pod must never answer a connection it
+// does not admit, not even in the moment between the CNI giving it an
+// address and its node's agent programming it. A client probes the new
+// pod's address from the moment the address is known.
+func TestRealClusterNewPodDeniedUntilProgrammed(t *testing.T) {
+	c := connect(t)
+	nodes := c.nodes(t)
+	ns := c.namespace(t)
+	ctx := context.Background()
+	_, err := c.cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-ingress"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := c.run(t, ns, pod{name: "client", node: nodes[1]})
+	// A control: an open port on another node answers, so a "no" below is
+	// the policy's and not a broken probe.
+	open := c.run(t, c.namespace(t), pod{name: "open", node: nodes[0]})
+	if !c.connects(t, client, open.Status.PodIP, 8080) {
+		t.Fatal("the client cannot reach a pod no policy isolates: the probe is broken")
+	}
+
+	for round := 0; round < 3; round++ {
+		name := "new-" + strconv.Itoa(round)
+		p := c.create(t, ns, pod{name: name, node: nodes[0]})
+		var ip string
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			got, err := c.cs.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			ip = got.Status.PodIP
+			return ip != "", nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// From the first moment the address is known until well after the
+		// server listens.
+		probes := 0
+		deadline := time.Now().Add(8 * time.Second)
+		for time.Now().Before(deadline) {
+			probes++
+			if c.connects(t, client, ip, 8080) {
+				t.Fatalf("round %d: new pod %s (%s) answered probe %d: isolated pods must never answer", round, name, ip, probes)
+			}
+		}
+		c.waitReady(t, p)
+		if c.connects(t, client, ip, 8080) {
+			t.Fatalf("round %d: new pod %s answered after it was ready", round, name)
+		}
+		t.Logf("round %d: %d probes to %s from the moment it had an address, none answered", round, probes, ip)
+	}
+}
+
+// TestRealClusterDomainNames: a ClusterNetworkPolicy lets pods of a
+// namespace reach allowed.outside.test by name and denies every other
+// address outside the cluster. The names come from the real CoreDNS
+// through the real kube-dns Service; the agent learns the allowed one from
+// the answer its pod receives.
+func TestRealClusterDomainNames(t *testing.T) {
+	c := connect(t)
+	ns := c.namespace(t)
+	client := c.run(t, ns, pod{name: "client"})
+	// Before the policy: both outside addresses answer.
+	if !c.connects(t, client, outsideAllowedIP, outsidePort) || !c.connects(t, client, outsideDeniedIP, outsidePort) {
+		t.Fatal("the outside host does not answer without a policy: the probe is broken")
+	}
+
+	name := "realcluster-domains-" + ns
+	c.apply(t, fmt.Sprintf(`
+apiVersion: policy.networking.k8s.io/v1alpha2
+kind: ClusterNetworkPolicy
+metadata: {name: %s}
+spec:
+  tier: Admin
+  priority: 10
+  subject:
+    namespaces:
+      matchLabels: {kubernetes.io/metadata.name: %s}
+  egress:
+  - name: allowed-by-name
+    action: Accept
+    to: [{domainNames: [%s]}]
+  - name: nothing-else-outside
+    action: Deny
+    to: [{networks: [%s/24]}]
+`, name, ns, outsideAllowed, outsideAllowedIP))
+
+	// The deny reaches the node first; then a lookup of the allowed name
+	// teaches its address.
+	eventually(t, "the deny applies to an address no name taught", func() bool {
+		return !c.connects(t, client, outsideDeniedIP, outsidePort)
+	})
+	eventually(t, "the allowed name, once looked up, connects", func() bool {
+		return c.connects(t, client, outsideAllowed, outsidePort)
+	})
+	if c.connects(t, client, outsideDenied, outsidePort) {
+		t.Error("denied.outside.test connected: its answer must teach nothing")
+	}
+	if c.connects(t, client, outsideDeniedIP, outsidePort) {
+		t.Error("denied.outside.test's address connected after the allowed name was learned")
+	}
+}
+
+// apply creates an object from YAML with the dynamic client, deleted when
+// the test ends.
+func (c *cluster) apply(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	var obj unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := c.dyn.Resource(gv.WithResource(strings.ToLower(obj.GetKind()) + "s"))
+	created, err := res.Create(context.Background(), &obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = res.Delete(context.Background(), created.GetName(), metav1.DeleteOptions{})
+	})
+	return created
+}
+
+// TestRealClusterAdminPolicyStatus: every node's agent, with exactly the
+// permissions deploy/ grants, writes Accepted and Programmed on a valid
+// ClusterNetworkPolicy, and a policy that lifts nothing for a typo fails
+// closed with its reason on the status.
+func TestRealClusterAdminPolicyStatus(t *testing.T) {
+	c := connect(t)
+	nodes := c.nodes(t)
+	ns := c.namespace(t)
+	gvr := schema.GroupVersionResource{Group: "policy.networking.k8s.io", Version: "v1alpha2", Resource: "clusternetworkpolicies"}
+	name := "realcluster-status-" + ns
+	c.apply(t, fmt.Sprintf(`
+apiVersion: policy.networking.k8s.io/v1alpha2
+kind: ClusterNetworkPolicy
+metadata: {name: %s}
+spec:
+  tier: Admin
+  priority: 20
+  subject:
+    namespaces:
+      matchLabels: {kubernetes.io/metadata.name: %s}
+  ingress:
+  - name: deny-all
+    action: Deny
+    from: [{namespaces: {}}]
+`, name, ns))
+
+	var conds []metav1.Condition
+	eventually(t, "Accepted and Programmed on "+name, func() bool {
+		got, err := c.dyn.Resource(gvr).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conds = conditions(t, got)
+		acc, prog := meta.FindStatusCondition(conds, "Accepted"), meta.FindStatusCondition(conds, "Programmed")
+		return acc != nil && acc.Status == metav1.ConditionTrue && prog != nil && prog.Status == metav1.ConditionTrue
+	})
+	// Every node's agent applied them under its own field manager.
+	got, err := c.dyn.Resource(gvr).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	managers := map[string]bool{}
+	for _, mf := range got.GetManagedFields() {
+		managers[mf.Manager] = true
+	}
+	for _, n := range nodes {
+		if !managers["netpol-agent/"+n] {
+			t.Errorf("no status from node %s's agent: field managers %v", n, managers)
+		}
+	}
+	for _, cond := range conds {
+		if strings.HasPrefix(cond.Type, "netpol.io/NotProgrammed.") {
+			t.Errorf("condition %s: %s", cond.Type, cond.Message)
+		}
+	}
+}
+
+func conditions(t *testing.T, obj *unstructured.Unstructured) []metav1.Condition {
+	t.Helper()
+	raw, _, err := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := yaml.Marshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conds []metav1.Condition
+	if err := yaml.Unmarshal(b, &conds); err != nil {
+		t.Fatal(err)
+	}
+	return conds
+}
+
+// TestRealClusterAgentMemory: the agents never restarted and their peak
+// memory, read from their containers' cgroups on the nodes, stayed under
+// the DaemonSet's limit. Run last, after the other tests made them work.
+func TestRealClusterAgentMemory(t *testing.T) {
+	c := connect(t)
+	pods, err := c.cs.CoreV1().Pods(agentNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: agentLabelSelector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) < 2 {
+		t.Fatalf("%d agents, want one per node", len(pods.Items))
+	}
+	for _, p := range pods.Items {
+		limit := p.Spec.Containers[0].Resources.Limits.Memory().Value()
+		st := p.Status.ContainerStatuses[0]
+		if st.RestartCount != 0 {
+			t.Errorf("agent %s restarted %d times (last: %+v)", p.Name, st.RestartCount, st.LastTerminationState.Terminated)
+		}
+		peak, err := peakMemory(string(p.UID), strings.TrimPrefix(st.ContainerID, "containerd://"))
+		if err != nil {
+			t.Errorf("agent %s: %v", p.Name, err)
+			continue
+		}
+		t.Logf("agent %s on %s: peak %.1f MiB of a %.0f MiB limit", p.Name, p.Spec.NodeName, float64(peak)/(1<<20), float64(limit)/(1<<20))
+		if peak >= limit {
+			t.Errorf("agent %s: peak %d bytes, limit %d", p.Name, peak, limit)
+		}
+	}
+}
+
+// peakMemory finds the container's memory cgroup (v1: max_usage_in_bytes;
+// v2: memory.peak) by the pod's UID and the container's ID.
+func peakMemory(uid, containerID string) (int64, error) {
+	var found []string
+	for _, root := range []string{"/sys/fs/cgroup/memory", "/sys/fs/cgroup"} {
+		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil
+			}
+			// cgroupfs names the pod's directory pod<UID>; systemd, with _.
+			if filepath.Base(p) == containerID && (strings.Contains(p, uid) || strings.Contains(p, strings.ReplaceAll(uid, "-", "_"))) {
+				found = append(found, p)
+				return filepath.SkipDir
+			}
+			return nil
+		})
+		if len(found) > 0 {
+			break
+		}
+	}
+	for _, dir := range found {
+		for _, f := range []string{"memory.max_usage_in_bytes", "memory.peak"} {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err == nil {
+				return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("no memory cgroup for container %s", containerID)
+}
