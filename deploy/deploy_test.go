@@ -370,7 +370,10 @@ func TestDaemonSetWiring(t *testing.T) {
 		t.Errorf("ClusterRoleBinding roleRef %+v, want ClusterRole %s", crb.RoleRef, role.Name)
 	}
 
-	// Privileges: the node's network and NET_ADMIN, nothing else.
+	// Privileges: the node's network, NET_ADMIN, and NET_BIND_SERVICE for
+	// the DNS proxy's answers, sent from the DNS server's port 53 (a real
+	// cluster found it missing: every answer failed with "bind: permission
+	// denied"); nothing else.
 	if !pod.HostNetwork || pod.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
 		t.Errorf("hostNetwork %v, dnsPolicy %s; want true, ClusterFirstWithHostNet", pod.HostNetwork, pod.DNSPolicy)
 	}
@@ -381,8 +384,8 @@ func TestDaemonSetWiring(t *testing.T) {
 	if sc == nil || sc.Capabilities == nil {
 		t.Fatal("no securityContext.capabilities")
 	}
-	if add, drop := sc.Capabilities.Add, sc.Capabilities.Drop; !slices.Equal(add, []corev1.Capability{"NET_ADMIN"}) || !slices.Equal(drop, []corev1.Capability{"ALL"}) {
-		t.Errorf("capabilities add %v drop %v, want add [NET_ADMIN] drop [ALL]", add, drop)
+	if add, drop := sc.Capabilities.Add, sc.Capabilities.Drop; !slices.Equal(add, []corev1.Capability{"NET_ADMIN", "NET_BIND_SERVICE"}) || !slices.Equal(drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("capabilities add %v drop %v, want add [NET_ADMIN NET_BIND_SERVICE] drop [ALL]", add, drop)
 	}
 	if sc.Privileged != nil && *sc.Privileged {
 		t.Error("privileged: the capabilities above are all the agent needs")
