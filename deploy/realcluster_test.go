@@ -597,3 +597,153 @@ func peakMemory(uid, containerID string) (int64, error) {
 	}
 	return 0, fmt.Errorf("no memory cgroup for container %s", containerID)
 }
+
+// rolloutTag is the second tag hack/cluster/cluster.sh loads the netpol
+// image under: a new agent image for the DaemonSet to roll out to.
+const rolloutTag = "rollout"
+
+// maxAllowedGap is the longest an allowed flow may fail in a row while the
+// agents are replaced (deploy/README.md states it): the old agent leaves
+// its rules in the kernel and the new one takes the table over in one
+// transaction, so an allowed flow should not notice at all; the bound
+// leaves room for a probe lost to a busy two-core machine.
+const maxAllowedGap = 2 * time.Second
+
+// TestRealClusterRollout replaces every agent with a new image, one node
+// at a time as the DaemonSet's update strategy does, while a client probes
+// an allowed and a denied server on the other node without pause. No
+// denied probe may ever connect, and the allowed one may fail for at most
+// maxAllowedGap in a row.
+func TestRealClusterRollout(t *testing.T) {
+	c := connect(t)
+	nodes := c.nodes(t)
+	ns := c.namespace(t)
+	ctx := context.Background()
+	open := c.run(t, ns, pod{name: "open", labels: map[string]string{"role": "open"}, node: nodes[0]})
+	closed := c.run(t, ns, pod{name: "closed", labels: map[string]string{"role": "closed"}, node: nodes[0]})
+	client := c.run(t, ns, pod{name: "client", node: nodes[1]})
+	_, err := c.cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "isolate-closed"},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"role": "closed"}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the closed server is isolated", func() bool {
+		return !c.connects(t, client, closed.Status.PodIP, 8080)
+	})
+	if !c.connects(t, client, open.Status.PodIP, 8080) {
+		t.Fatal("the open server does not answer before the rollout: the probe is broken")
+	}
+
+	// The prober: one exec, a loop of both probes with a timestamp each.
+	const probeFor = 90 // seconds
+	type probeResult struct {
+		out, stderr string
+		err         error
+	}
+	done := make(chan probeResult, 1)
+	go func() {
+		pctx, cancel := context.WithTimeout(ctx, (probeFor+30)*time.Second)
+		defer cancel()
+		script := fmt.Sprintf(`end=$((SECONDS+%d)); while ((SECONDS < end)); do `+
+			`a=0; d=0; now=$(date +%%s%%N); `+
+			`timeout 0.5 bash -c 'exec 3<>/dev/tcp/%s/8080' 2>/dev/null && a=1; `+
+			`timeout 0.5 bash -c 'exec 3<>/dev/tcp/%s/8080' 2>/dev/null && d=1; `+
+			`echo "$now $a $d"; done`, probeFor, open.Status.PodIP, closed.Status.PodIP)
+		out, stderr, err := c.exec(pctx, client, "bash", "-c", script)
+		done <- probeResult{out, stderr, err}
+	}()
+
+	// The rollout, a few seconds into the probing.
+	time.Sleep(5 * time.Second)
+	ds, err := c.cs.AppsV1().DaemonSets(agentNamespace).Get(ctx, "netpol-agent", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldImage := ds.Spec.Template.Spec.Containers[0].Image
+	repo, _, _ := strings.Cut(oldImage, ":")
+	setImage := func(image string) {
+		t.Helper()
+		ds, err := c.cs.AppsV1().DaemonSets(agentNamespace).Get(ctx, "netpol-agent", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds.Spec.Template.Spec.Containers[0].Image = image
+		if _, err := c.cs.AppsV1().DaemonSets(agentNamespace).Update(ctx, ds, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		setImage(oldImage)
+		c.waitRolledOut(t)
+	})
+	start := time.Now()
+	setImage(repo + ":" + rolloutTag)
+	c.waitRolledOut(t)
+	took := time.Since(start)
+
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("prober: %v: %s", r.err, r.stderr)
+	}
+	var probes, deniedOpened int
+	var gap, worstGap time.Duration
+	var failSince int64
+	for _, line := range strings.Split(strings.TrimSpace(r.out), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			t.Fatalf("prober line %q", line)
+		}
+		now, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			t.Fatalf("prober line %q: %v", line, err)
+		}
+		probes++
+		if f[2] == "1" {
+			deniedOpened++
+		}
+		if f[1] == "0" {
+			if failSince == 0 {
+				failSince = now
+			}
+			gap = time.Duration(now - failSince)
+		} else {
+			failSince, gap = 0, 0
+		}
+		worstGap = max(worstGap, gap)
+	}
+	t.Logf("rollout to :%s took %s; %d probe pairs over %ds; denied connections opened: %d; longest run of failed allowed probes: %s",
+		rolloutTag, took.Round(time.Millisecond), probes, probeFor, deniedOpened, worstGap)
+	if took > (probeFor-10)*time.Second {
+		t.Errorf("the rollout outlasted the probing window (%s)", took)
+	}
+	if deniedOpened > 0 {
+		t.Errorf("%d denied connections opened during the rollout", deniedOpened)
+	}
+	if worstGap > maxAllowedGap {
+		t.Errorf("the allowed flow failed for %s in a row, bound %s", worstGap, maxAllowedGap)
+	}
+}
+
+// waitRolledOut waits until every agent runs the DaemonSet's current
+// template and is ready.
+func (c *cluster) waitRolledOut(t *testing.T) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 3*time.Minute, false,
+		func(ctx context.Context) (bool, error) {
+			ds, err := c.cs.AppsV1().DaemonSets(agentNamespace).Get(ctx, "netpol-agent", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			st := ds.Status
+			return st.ObservedGeneration >= ds.Generation && st.UpdatedNumberScheduled == st.DesiredNumberScheduled &&
+				st.NumberAvailable == st.DesiredNumberScheduled && st.NumberUnavailable == 0, nil
+		})
+	if err != nil {
+		t.Fatalf("the agents' rollout: %v", err)
+	}
+}

@@ -357,8 +357,10 @@ EOF
   wait_for "containerd on node-$i" 60 in_node "$i" "$cluster_bin/bin/ctr" --address /run/containerd/containerd.sock version
   local img
   for img in "$cluster_bin"/images/*.tar "$state/netpol-image.tar"; do
+    # ctr warns of cgroup v1 on every call: keep its words in a log.
     in_node "$i" "$cluster_bin/bin/ctr" --address /run/containerd/containerd.sock -n k8s.io \
-      images import --no-unpack "$img" >/dev/null
+      images import --no-unpack "$img" >/dev/null 2>>"$state/logs/ctr-$i.log" ||
+      die "importing $img on node-$i failed: $(tail -3 "$state/logs/ctr-$i.log")"
   done
 
   # No nameserver: pods that would use the node's resolver get none, so no
@@ -533,7 +535,8 @@ build_netpol_image() {
   tag="$(deploy_image)"
   log "netpol image $tag"
   (cd "$repo" && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$state/netpol" ./cmd/netpol)
-  "$cluster_bin/bin/image" -tag "$tag" -o "$state/netpol-image.tar" -entrypoint netpol \
+  # A second tag, for deploy/realcluster_test.go's rollout to a new image.
+  "$cluster_bin/bin/image" -tag "$tag,${tag%:*}:rollout" -o "$state/netpol-image.tar" -entrypoint netpol \
     "$cluster_bin/rootfs" "$state/netpol=/usr/local/bin/netpol"
 }
 
