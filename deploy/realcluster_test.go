@@ -50,6 +50,8 @@ const (
 	outsideAllowedIP   = "198.19.0.250"
 	outsideDenied      = "denied.outside.test"
 	outsideDeniedIP    = "198.19.0.251"
+	outsideAllowedIP6  = "fd00:19::250"
+	outsideDeniedIP6   = "fd00:19::251"
 	outsidePort        = 8080
 	agentNamespace     = "netpol-system"
 	agentLabelSelector = "app.kubernetes.io/name=netpol,app.kubernetes.io/component=agent"
@@ -419,7 +421,7 @@ spec:
     to: [{domainNames: [%s]}]
   - name: nothing-else-outside
     action: Deny
-    to: [{networks: [198.19.0.0/24]}]
+    to: [{networks: [198.19.0.0/24, "fd00:19::/64"]}]
 `, name, ns, outsideAllowed))
 
 	// The deny reaches the node first; then a lookup of the allowed name
@@ -435,6 +437,15 @@ spec:
 	}
 	if c.connects(t, client, outsideDeniedIP, outsidePort) {
 		t.Error("denied.outside.test's address connected after the allowed name was learned")
+	}
+	// In a dual-stack cluster the lookup taught the IPv6 address too.
+	if len(client.Status.PodIPs) == 2 {
+		if !c.connects(t, client, "["+outsideAllowedIP6+"]", outsidePort) {
+			t.Error("allowed.outside.test's IPv6 address did not connect after its lookup")
+		}
+		if c.connects(t, client, "["+outsideDeniedIP6+"]", outsidePort) {
+			t.Error("denied.outside.test's IPv6 address connected")
+		}
 	}
 }
 
@@ -489,30 +500,27 @@ spec:
     from: [{namespaces: {}}]
 `, name, ns))
 
+	// Every node's agent applies them under its own field manager.
 	var conds []metav1.Condition
-	eventually(t, "Accepted and Programmed on "+name, func() bool {
+	managers := map[string]bool{}
+	eventually(t, "Accepted and Programmed on "+name+" from every node's agent", func() bool {
 		got, err := c.dyn.Resource(gvr).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		conds = conditions(t, got)
+		clear(managers)
+		for _, mf := range got.GetManagedFields() {
+			managers[mf.Manager] = true
+		}
+		for _, n := range nodes {
+			if !managers["netpol-agent/"+n] {
+				return false
+			}
+		}
 		acc, prog := meta.FindStatusCondition(conds, "Accepted"), meta.FindStatusCondition(conds, "Programmed")
 		return acc != nil && acc.Status == metav1.ConditionTrue && prog != nil && prog.Status == metav1.ConditionTrue
 	})
-	// Every node's agent applied them under its own field manager.
-	got, err := c.dyn.Resource(gvr).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	managers := map[string]bool{}
-	for _, mf := range got.GetManagedFields() {
-		managers[mf.Manager] = true
-	}
-	for _, n := range nodes {
-		if !managers["netpol-agent/"+n] {
-			t.Errorf("no status from node %s's agent: field managers %v", n, managers)
-		}
-	}
 	for _, cond := range conds {
 		if strings.HasPrefix(cond.Type, "netpol.io/NotProgrammed.") {
 			t.Errorf("condition %s: %s", cond.Type, cond.Message)
