@@ -10,8 +10,9 @@
 #            conformance suite at the version netpol's go.mod pins, with
 #            ./conformance/no-sctp-kernel.patch applied; runc (Debian)
 #   cni/     bridge, host-local, portmap, loopback (Debian)
-#   rootfs/  Debian bookworm minbase with nftables, the base of the netpol
-#            and agnhost images, as the Dockerfile's debian:bookworm-slim
+#   rootfs/  Debian bookworm minbase, slimmed as debian:bookworm-slim is,
+#            with nftables: the netpol image's filesystem is then the one the
+#            Dockerfile makes (and agnhost's base, with bash and coreutils)
 #   images/  pause, agnhost (2.63.0 and 2.45), coredns as docker-archive
 #            tarballs with the tags the suites and manifests name
 #
@@ -128,6 +129,19 @@ if [ "$got" != "$nftables_version" ]; then
   echo "build: Debian serves nftables $got, build.sh pins $nftables_version: update the pin" >&2
   exit 1
 fi
+# Slim as debian:bookworm-slim is (debuerreotype's slimify): no
+# documentation but the copyrights, no manuals, info pages or locales, and
+# dpkg told so for what is installed later.
+(
+  cd "$tmp/rootfs"
+  find usr/share/doc -mindepth 1 -not -name copyright -not -type d -delete
+  find usr/share/doc -mindepth 1 -type d -empty -delete
+  rm -rf usr/share/groff/* usr/share/info/* usr/share/lintian/* usr/share/linda/* usr/share/locale/* usr/share/man/*
+  printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*/copyright' \
+    'path-exclude /usr/share/groff/*' 'path-exclude /usr/share/info/*' 'path-exclude /usr/share/lintian/*' \
+    'path-exclude /usr/share/linda/*' 'path-exclude /usr/share/locale/*' 'path-exclude /usr/share/man/*' \
+    >etc/dpkg/dpkg.cfg.d/docker
+)
 # As the Dockerfile's apt-get line leaves it.
 rm -rf "$tmp/rootfs"/var/lib/apt/lists/* "$tmp/rootfs"/var/cache/apt/*.bin "$tmp/rootfs"/var/cache/apt/archives/*.deb "$tmp/debootstrap.log"
 

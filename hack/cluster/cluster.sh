@@ -81,13 +81,19 @@ ns_cp() { echo "npc-$name-cp"; }
 ns_node() { echo "npc-$name-node-$1"; }
 cgroup_root() { echo "npc-$name-node-$1"; }
 
-# in_cp runs a command in the control plane's network namespace.
-in_cp() { nsenter --net="/run/netns/$(ns_cp)" -- "$@"; }
-# in_node runs a command in a node's network and mount namespaces.
+# cp_enter and node_enter set the command prefix that enters the control
+# plane's network namespace, or a node's network and mount namespaces: an
+# array, for start, which runs programs rather than functions.
+cp_enter() { cp_enter=(nsenter --net="/run/netns/$(ns_cp)" --); }
+node_enter() { node_enter=(nsenter --net="/run/netns/$(ns_node "$1")" --mount="$state/mnt/node-$1" --); }
+
+# in_cp runs a command in the control plane's network namespace; in_node I
+# in node I's.
+in_cp() { cp_enter; "${cp_enter[@]}" "$@"; }
 in_node() {
-  local i=$1
+  node_enter "$1"
   shift
-  nsenter --net="/run/netns/$(ns_node "$i")" --mount="$state/mnt/node-$i" -- "$@"
+  "${node_enter[@]}" "$@"
 }
 
 # start runs a daemon in the background with its log and PID in the state
@@ -101,11 +107,6 @@ start() {
   # Not this shell's job: down stops it, and bash need not report how.
   disown
 }
-
-# The command prefixes that enter the control plane's namespace and a
-# node's, for start, which runs programs rather than functions.
-cp_enter() { cp_enter=(nsenter --net="/run/netns/$(ns_cp)" --); }
-node_enter() { node_enter=(nsenter --net="/run/netns/$(ns_node "$1")" --mount="$state/mnt/node-$1" --); }
 
 # wait_for polls a command until it succeeds or the timeout passes.
 wait_for() {
@@ -668,11 +669,23 @@ cmd_down() {
     [ -d "$state/node-$i" ] || break
     kill_cgroup "$(cgroup_root "$i")"
   done
-  # Whatever is left in the cluster's namespaces: shims, host-network pods.
+  # Whatever is left in the cluster's namespaces: shims, host-network pods;
+  # then wait until they are gone, not just signalled.
   if [ -e "$state/netns" ]; then
-    while read -r n; do
-      [ -e "/run/netns/$n" ] && ip netns pids "$n" | xargs -r kill -KILL 2>/dev/null || true
-    done <"$state/netns"
+    local deadline=$((SECONDS + 15)) left
+    while :; do
+      left=0
+      while read -r n; do
+        [ -e "/run/netns/$n" ] || continue
+        if [ -n "$(ip netns pids "$n")" ]; then
+          left=1
+          ip netns pids "$n" | xargs -r kill -KILL 2>/dev/null || true
+        fi
+      done <"$state/netns"
+      ((left)) || break
+      ((SECONDS < deadline)) || die "processes remain in the cluster's namespaces after 15s"
+      sleep 0.2
+    done
   fi
   # The node mount namespaces go with their last process and their bind
   # mount; then the mounts under the state directory.
@@ -697,7 +710,20 @@ cmd_down() {
       sysctl -qw "$kv" || true
     done <"$state/sysctls"
   fi
+  # Nothing of the cluster may remain: say what did, and keep the state
+  # directory that names it.
   grep -q " $state" /proc/mounts && die "mounts under $state remain: $(grep " $state" /proc/mounts | cut -d' ' -f2 | tr '\n' ' ')"
+  if [ -e "$state/netns" ]; then
+    while read -r n; do
+      [ ! -e "/run/netns/$n" ] || die "network namespace $n remains"
+    done <"$state/netns"
+  fi
+  local h
+  for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+    for n in "$h"npc-"$name"-node-*; do
+      [ ! -d "$n" ] || die "cgroup $n remains"
+    done
+  done
   rm -rf "$state"
   log "cluster $name removed"
 }
