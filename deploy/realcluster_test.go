@@ -405,16 +405,7 @@ func TestRealClusterDomainNames(t *testing.T) {
 	}
 
 	name := "realcluster-domains-" + ns
-	c.apply(t, fmt.Sprintf(`
-apiVersion: policy.networking.k8s.io/v1alpha2
-kind: ClusterNetworkPolicy
-metadata: {name: %s}
-spec:
-  tier: Admin
-  priority: 10
-  subject:
-    namespaces:
-      matchLabels: {kubernetes.io/metadata.name: %s}
+	c.apply(t, adminPolicy(name, ns, 10, fmt.Sprintf(`
   egress:
   - name: allowed-by-name
     action: Accept
@@ -422,7 +413,7 @@ spec:
   - name: nothing-else-outside
     action: Deny
     to: [{networks: [198.19.0.0/24, "fd00:19::/64"]}]
-`, name, ns, outsideAllowed))
+`, outsideAllowed)))
 
 	// The deny reaches the node first; then a lookup of the allowed name
 	// teaches its address.
@@ -447,6 +438,22 @@ spec:
 			t.Error("denied.outside.test's IPv6 address connected")
 		}
 	}
+}
+
+// adminPolicy is an Admin-tier ClusterNetworkPolicy whose subject is the
+// namespace ns, with rules: YAML indented as spec's fields.
+func adminPolicy(name, ns string, priority int, rules string) string {
+	return fmt.Sprintf(`
+apiVersion: policy.networking.k8s.io/v1alpha2
+kind: ClusterNetworkPolicy
+metadata: {name: %s}
+spec:
+  tier: Admin
+  priority: %d
+  subject:
+    namespaces:
+      matchLabels: {kubernetes.io/metadata.name: %s}
+`, name, priority, ns) + strings.TrimPrefix(rules, "\n")
 }
 
 // apply creates an object from YAML with the dynamic client, deleted when
@@ -476,29 +483,20 @@ func (c *cluster) apply(t *testing.T, doc string) *unstructured.Unstructured {
 
 // TestRealClusterAdminPolicyStatus: every node's agent, with exactly the
 // permissions deploy/ grants, writes Accepted and Programmed on a valid
-// ClusterNetworkPolicy, and a policy that lifts nothing for a typo fails
-// closed with its reason on the status.
+// ClusterNetworkPolicy, each under its own field manager, and no node
+// reports it not programmed.
 func TestRealClusterAdminPolicyStatus(t *testing.T) {
 	c := connect(t)
 	nodes := c.nodes(t)
 	ns := c.namespace(t)
 	gvr := schema.GroupVersionResource{Group: "policy.networking.k8s.io", Version: "v1alpha2", Resource: "clusternetworkpolicies"}
 	name := "realcluster-status-" + ns
-	c.apply(t, fmt.Sprintf(`
-apiVersion: policy.networking.k8s.io/v1alpha2
-kind: ClusterNetworkPolicy
-metadata: {name: %s}
-spec:
-  tier: Admin
-  priority: 20
-  subject:
-    namespaces:
-      matchLabels: {kubernetes.io/metadata.name: %s}
+	c.apply(t, adminPolicy(name, ns, 20, `
   ingress:
   - name: deny-all
     action: Deny
     from: [{namespaces: {}}]
-`, name, ns))
+`))
 
 	// Every node's agent applies them under its own field manager.
 	var conds []metav1.Condition
