@@ -190,7 +190,7 @@ make_pki() {
 # Networks
 
 make_networks() {
-  local cp i j
+  local cp i
   cp="$(ns_cp)"
   ip netns add "$cp"
   echo "$cp" >>"$state/netns"

@@ -163,13 +163,12 @@ func decide(r io.Reader) (string, []string, bool, error) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	hasChild := func(n string) bool {
-		for _, m := range names {
-			if strings.HasPrefix(m, n+"/") {
-				return true
-			}
+	// A test with subtests is a parent: its children carry its verdict.
+	parent := map[string]bool{}
+	for _, n := range names {
+		if i := strings.LastIndex(n, "/"); i >= 0 {
+			parent[n[:i]] = true
 		}
-		return false
 	}
 
 	var b strings.Builder
@@ -178,7 +177,7 @@ func decide(r io.Reader) (string, []string, bool, error) {
 	var excused []string
 	for _, n := range names {
 		t := tests[n]
-		leaf := !hasChild(n)
+		leaf := !parent[n]
 		var verdict string
 		switch {
 		case t.action == "" && leaf:
