@@ -26,9 +26,15 @@ type Size struct {
 	Pods       int // the kube-dns pods included
 	NetPols    int
 	Admin      int // AdminNetworkPolicies; the BaselineAdminNetworkPolicy "default" comes on top
-	// Nodes, when not 0, adds Node objects node-001... (198.19.255.N) and
-	// places the pods on them round-robin.
+	// Nodes, when not 0, adds Node objects node-001... (198.19.255.N, and
+	// past 254 nodes 198.19.240.0/20) and places the pods on them
+	// round-robin.
 	Nodes int
+	// Running gives every pod phase Running and an address, as an API
+	// server holds them (see podAddress), instead of leaving netpol to
+	// assign addresses: the agent's scale benchmarks read clusters as a
+	// node does.
+	Running bool
 }
 
 // The sizes of the benchmark issue: (a) 1k pods / 1k policies, (b) 10k pods /
@@ -40,6 +46,17 @@ var (
 	Size2k   = Size{Name: "2k", Namespaces: 100, Pods: 2000, NetPols: 1980, Admin: 20}
 	Size10k  = Size{Name: "10k", Namespaces: 500, Pods: 10000, NetPols: 10000, Admin: 100}
 	Size100k = Size{Name: "100k", Namespaces: 25000, Pods: 100000, NetPols: 75000, Admin: 1000}
+)
+
+// The agent's scale sizes: pods running with addresses, spread over nodes
+// at about 100 a node. Scale150k is the 100k cluster grown to what
+// Kubernetes supports (150,000 pods; 5,000 nodes would give 30 a node, so
+// 1,500 nodes is the denser case for one node), with 75,000
+// NetworkPolicies and 1,500 admin policies.
+var (
+	Scale10k  = Size{Name: "scale-10k", Namespaces: 500, Pods: 10000, NetPols: 10000, Admin: 100, Nodes: 100, Running: true}
+	Scale30k  = Size{Name: "scale-30k", Namespaces: 7500, Pods: 30000, NetPols: 22500, Admin: 300, Nodes: 300, Running: true}
+	Scale150k = Size{Name: "scale-150k", Namespaces: 37500, Pods: 150000, NetPols: 75000, Admin: 1500, Nodes: 1500, Running: true}
 )
 
 // Small vocabularies, so that pods share labels and therefore behaviours, as
@@ -108,7 +125,7 @@ type generator struct {
 	objs   []source.Object
 	nsName []string
 	nsApps [][]string // apps running in each namespace
-	placed int        // pods placed on nodes so far
+	placed int        // pods made so far
 }
 
 func (g *generator) add(kind, namespace, name string, v any) {
@@ -126,18 +143,47 @@ func (g *generator) pick(s []string) string { return s[g.r.Intn(len(s))] }
 // NodeName is the name of node i (from 0) of a cluster with nodes.
 func NodeName(i int) string { return fmt.Sprintf("node-%03d", i+1) }
 
+// MaxNodes is the most nodes a synthetic cluster can have: their addresses
+// are 198.19.255.1-254, then 198.19.240.1-198.19.254.254.
+const MaxNodes = 254 + 15*254
+
+// nodeAddress is node i's address: the first 254 in 198.19.255.0/24, as
+// they always were, the others below it.
+func nodeAddress(i int) string {
+	if i < 254 {
+		return fmt.Sprintf("198.19.255.%d", i+1)
+	}
+	i -= 254
+	return fmt.Sprintf("198.19.%d.%d", 240+i/254, 1+i%254)
+}
+
 func (g *generator) nodes() {
-	if g.size.Nodes > 254 {
-		panic("synth: at most 254 nodes (198.19.255.0/24)")
+	if g.size.Nodes > MaxNodes {
+		panic(fmt.Sprintf("synth: at most %d nodes", MaxNodes))
 	}
 	for i := 0; i < g.size.Nodes; i++ {
 		g.add("Node", "", NodeName(i), &corev1.Node{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
 			ObjectMeta: metav1.ObjectMeta{Name: NodeName(i)},
 			Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
-				{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("198.19.255.%d", i+1)}}},
+				{Type: corev1.NodeInternalIP, Address: nodeAddress(i)}}},
 		})
 	}
+}
+
+// podAddresses are the addresses of the n-th running pod (from 0). IPv4
+// addresses come from 198.18.0.0 up to 198.19.239.255 in an order that
+// scatters consecutive pods (n times an odd stride, modulo the range), as
+// per-node address blocks scatter a workload's replicas; the pods past the
+// range's 126,976 addresses get an IPv6 address only (fd00:18::/64), the way
+// a cluster that outgrew its IPv4 range adds IPv6.
+func podAddresses(n int) []corev1.PodIP {
+	const v4Count = 2*65536 - 16*256 // 198.18.0.0/15 without 198.19.240.0/20
+	if n < v4Count {
+		v := uint64(n) * 40503 % v4Count
+		return []corev1.PodIP{{IP: fmt.Sprintf("198.%d.%d.%d", 18+v>>16, v>>8&255, v&255)}}
+	}
+	return []corev1.PodIP{{IP: fmt.Sprintf("fd00:18::%x:%x", n>>16, n&0xffff)}}
 }
 
 func (g *generator) namespaces() {
@@ -209,12 +255,18 @@ func (g *generator) pod(ns int, name string, l map[string]string, ports []corev1
 	}}}
 	if g.size.Nodes > 0 {
 		spec.NodeName = NodeName(g.placed % g.size.Nodes)
-		g.placed++
 	}
+	var status corev1.PodStatus
+	if g.size.Running {
+		ips := podAddresses(g.placed)
+		status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ips[0].IP, PodIPs: ips}
+	}
+	g.placed++
 	g.add("Pod", g.nsName[ns], name, &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: g.nsName[ns], Labels: l},
 		Spec:       spec,
+		Status:     status,
 	})
 }
 
