@@ -383,3 +383,45 @@ func expiresIn(t *testing.T, set, addr string) time.Duration {
 	t.Fatalf("no %s in set %s: %s", addr, set, out)
 	return 0
 }
+
+// TestLabFill fills a set in more than one batch, then replaces what it
+// holds in one: the kernel holds every element of the fill, then only those
+// of the replacement.
+func TestLabFill(t *testing.T) {
+	inNewNetns(t, func(nf knftables.Interface) {
+		ctx := context.Background()
+		tx := nf.NewTransaction()
+		tx.Add(&knftables.Table{})
+		tx.Add(&knftables.Set{Name: "a4", Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.IntervalFlag}})
+		tx.Add(&knftables.Element{Set: "a4", Key: []string{"198.19.9.9"}})
+		if err := nf.Run(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+		w := dataplane.Elements{Family: unix.NFPROTO_INET, Table: "netpol"}
+		// Every other address of 198.18.0.0/15 from .0.0 on: no two
+		// merge into one range, and they take three batches.
+		n := 2*dataplane.FillBatch + 5
+		var elems []dataplane.Element
+		for i := 0; i < n; i++ {
+			v := 2 * i
+			elems = append(elems, dataplane.Element{Set: "a4", Interval: true,
+				Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{198, byte(18 + v>>16), byte(v >> 8), byte(v)}), 32)})
+		}
+		if err := w.Fill("a4", elems, false); err != nil {
+			t.Fatal(err)
+		}
+		got, err := nf.ListElements(ctx, "set", "a4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != n+1 {
+			t.Errorf("after the fill a4 holds %d elements, want %d (the fill and 198.19.9.9)", len(got), n+1)
+		}
+		if err := w.Fill("a4", []dataplane.Element{{Set: "a4", Interval: true, Prefix: pfx("198.18.200.0/24")}}, true); err != nil {
+			t.Fatal(err)
+		}
+		if got, err = nf.ListElements(ctx, "set", "a4"); err != nil || len(got) != 1 || got[0].Key[0] != "198.18.200.0/24" {
+			t.Errorf("after the replacement a4 holds %v (%v), want 198.18.200.0/24 alone", got, err)
+		}
+	})
+}

@@ -27,6 +27,17 @@ func kernelElements(ops []elementOp) (els []dataplane.Element, ok bool) {
 	for _, op := range ops {
 		el := dataplane.Element{Set: op.set, Delete: op.delete, Interval: op.c.interval}
 		fields := strings.Split(op.key, " . ")
+		if first, last, isRange := strings.Cut(fields[0], "-"); isRange && len(fields) == 1 && op.c.interval {
+			// A range of merged prefixes (addrElements).
+			a, err1 := netip.ParseAddr(first)
+			b, err2 := netip.ParseAddr(last)
+			if err1 != nil || err2 != nil {
+				return nil, false
+			}
+			el.Prefix, el.Last = netip.PrefixFrom(a, a.BitLen()), b
+			els = append(els, el)
+			continue
+		}
 		prefix, err := netip.ParsePrefix(fields[0])
 		if err != nil {
 			addr, err := netip.ParseAddr(fields[0])

@@ -99,6 +99,14 @@ type ElementWriter interface {
 	Write([]dataplane.Element, dataplane.Unused) error
 }
 
+// SetFiller fills one set over netlink in bounded batches
+// (dataplane.Elements.Fill): an ElementWriter that is one has the renderer
+// load the selections' sets of a full sync itself, before the nft
+// transaction, which then carries no set element (see prefill).
+type SetFiller interface {
+	Fill(set string, elems []dataplane.Element, replace bool) error
+}
+
 // WriteElementsWith has the renderer send element changes (a pod starting,
 // stopping or changing labels: the common change) through w instead of nft,
 // which takes hundreds of milliseconds to read a large table before it adds
@@ -149,11 +157,15 @@ type plan struct {
 	adds     *knftables.Transaction // nil on a first sync
 	elements []elementOp
 	unused   dataplane.Unused
-	st       Stats
+	// prefill are the selection sets of a full sync that run fills
+	// before tx, by name; true when the kernel has the set already.
+	prefill map[string]bool
+	want    *ruleset
+	st      Stats
 }
 
 func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
-	p := plan{tx: r.nft.NewTransaction()}
+	p := plan{tx: r.nft.NewTransaction(), want: want}
 	p.deletes = p.tx
 	if r.laterDeletes {
 		p.deletes = r.nft.NewTransaction()
@@ -162,7 +174,10 @@ func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
 		r.programmed = nil // the base chains change: write them anew
 	}
 	if r.programmed == nil {
-		if err := r.reconcile(ctx, p.tx, p.deletes, want, &p.st); err != nil {
+		if _, ok := r.elements.(SetFiller); ok {
+			p.prefill = map[string]bool{}
+		}
+		if err := r.reconcile(ctx, p.tx, p.deletes, want, p.prefill, &p.st); err != nil {
 			return p, err
 		}
 		p.st.Full = true
@@ -202,6 +217,11 @@ func (r *Renderer) Sync(ctx context.Context, ir *compile.IR) (Stats, error) {
 // the adds stay applied (nothing refers to them); the caller forgets what
 // it programmed, and the next sync reconciles.
 func (r *Renderer) run(ctx context.Context, p *plan) error {
+	if len(p.prefill) > 0 {
+		if err := r.fill(ctx, p); err != nil {
+			return err
+		}
+	}
 	if r.elements == nil || p.adds == nil || len(p.elements) == 0 {
 		return r.runThenDelete(ctx, p)
 	}
@@ -227,6 +247,50 @@ func (r *Renderer) run(ctx context.Context, p *plan) error {
 			return fmt.Errorf("deleting what the change left unused: %w", err)
 		}
 	}
+	return nil
+}
+
+// fill loads the selection sets of a full sync before its transaction
+// (plan.prefill). nft needs ~3.6 KB an element to read a set from text
+// (476 MB for the 130k elements of a node of the 30k cluster), the element
+// writer a few dozen bytes, in batches of dataplane.FillBatch. Traffic
+// never sees a set part-filled: a set the kernel lacks is declared by a
+// transaction of its own and filled while no rule refers to it, one it
+// has (a restart, a resync) is emptied and refilled in one batch. Either
+// way its content is the selection's as of this pass before the rules that
+// match it change, so the old rules meet the pods as they are now for as
+// long as the transaction takes, as they do between two passes.
+func (r *Renderer) fill(ctx context.Context, p *plan) error {
+	filler := r.elements.(SetFiller)
+	declare := r.nft.NewTransaction()
+	declare.Add(table())
+	names := sortedKeys(p.prefill)
+	for _, name := range names {
+		if !p.prefill[name] {
+			addContainer(declare, name, p.want.sets[name], false)
+		}
+	}
+	if declare.NumOperations() > 1 {
+		if err := r.nft.Run(ctx, declare); err != nil {
+			return fmt.Errorf("declaring sets: %w", err)
+		}
+	}
+	for _, name := range names {
+		c := p.want.sets[name]
+		ops := make([]elementOp, 0, len(c.elements))
+		for _, key := range sortedKeys(c.elements) {
+			ops = append(ops, elementOp{set: name, c: c, key: key})
+		}
+		els, ok := kernelElements(ops)
+		if !ok {
+			return fmt.Errorf("set %s: an element the element writer cannot encode", name)
+		}
+		if err := filler.Fill(name, els, p.prefill[name]); err != nil {
+			return fmt.Errorf("filling set %s over netlink: %w", name, err)
+		}
+		p.st.Elements += len(els)
+	}
+	p.st.Netlink = true
 	return nil
 }
 
@@ -313,10 +377,26 @@ func (Text) Render(w io.Writer, ir *compile.IR) error {
 // reconcile replaces whatever the kernel holds in netpol's table with want,
 // atomically: the base chains keep existing throughout (so no packet ever
 // sees an open window), stale chains and sets are deleted.
-func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transaction, want *ruleset, st *Stats) error {
+//
+// With prefill (not nil), the selection sets of want are left to fill:
+// they are neither emptied nor given elements here, and prefill is filled
+// with their names, true for those the kernel holds already.
+func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transaction, want *ruleset, prefill map[string]bool, st *Stats) error {
 	have, _, err := r.objectNames(ctx) // a table that is gone has nothing
 	if err != nil {
 		return err
+	}
+	if prefill != nil {
+		for name, c := range want.sets {
+			if c.selection {
+				prefill[name] = false
+			}
+		}
+		for _, name := range have["set"] {
+			if _, ok := prefill[name]; ok {
+				prefill[name] = true
+			}
+		}
 	}
 	// Empty everything first so that deletions never meet a reference.
 	tx.Add(&knftables.Table{})
@@ -329,12 +409,12 @@ func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transac
 	for _, name := range have["set"] {
 		// Held connections stay held across restarts, and what DNS
 		// answers taught stays learned.
-		if !isCutSet(name) && !isDomainSet(name) {
+		if _, filled := prefill[name]; !filled && !isCutSet(name) && !isDomainSet(name) {
 			tx.Flush(&knftables.Set{Name: name})
 		}
 	}
 	writeBase(tx)
-	writeContent(tx, want, st)
+	writeContent(tx, want, prefill, st)
 	writeBaseRules(tx, want)
 	for _, name := range have["chain"] {
 		if _, ok := want.chains[name]; !ok && !isBase(name) {
@@ -373,14 +453,14 @@ func isDomainSet(name string) bool { return strings.HasPrefix(name, compile.Doma
 // writeAll writes a whole table from nothing.
 func writeAll(tx *knftables.Transaction, want *ruleset, st *Stats) {
 	writeBase(tx)
-	writeContent(tx, want, st)
+	writeContent(tx, want, nil, st)
 	writeBaseRules(tx, want)
 }
 
 // writeBase declares the table and its base chains, emptied: their rules
 // never change, but a restart must not trust what it finds.
 func writeBase(tx *knftables.Transaction) {
-	tx.Add(&knftables.Table{Comment: knftables.PtrTo("netpol: Kubernetes network policy for the pods of this node")})
+	tx.Add(table())
 	filter, forward, input, output, prio := knftables.FilterType, knftables.ForwardHook, knftables.InputHook, knftables.OutputHook, knftables.FilterPriority
 	prerouting, early := knftables.PreroutingHook, podCheckPriority
 	accept := knftables.AcceptPolicy
@@ -422,10 +502,16 @@ func writeBaseRules(tx ops, want *ruleset) {
 	}
 }
 
+// table is netpol's table as every transaction declares it.
+func table() *knftables.Table {
+	return &knftables.Table{Comment: knftables.PtrTo("netpol: Kubernetes network policy for the pods of this node")}
+}
+
 // writeContent adds every set, map and chain of want (into a table whose
 // objects are empty or absent). Declarations come first: rules name sets
-// and maps, and map elements jump to chains.
-func writeContent(tx *knftables.Transaction, want *ruleset, st *Stats) {
+// and maps, and map elements jump to chains. The sets named in filled
+// have their elements already (Renderer.fill).
+func writeContent(tx *knftables.Transaction, want *ruleset, filled map[string]bool, st *Stats) {
 	for _, name := range sortedKeys(want.sets) {
 		addContainer(tx, name, want.sets[name], false)
 	}
@@ -438,12 +524,15 @@ func writeContent(tx *knftables.Transaction, want *ruleset, st *Stats) {
 	for _, name := range sortedKeys(want.chains) {
 		writeChain(tx, name, want.chains[name], st)
 	}
-	addElements(tx, want.sets, false, st)
-	addElements(tx, want.maps, true, st)
+	addElements(tx, want.sets, false, filled, st)
+	addElements(tx, want.maps, true, nil, st)
 }
 
-func addElements(tx *knftables.Transaction, cs map[string]*container, isMap bool, st *Stats) {
+func addElements(tx *knftables.Transaction, cs map[string]*container, isMap bool, filled map[string]bool, st *Stats) {
 	for _, name := range sortedKeys(cs) {
+		if _, ok := filled[name]; ok {
+			continue
+		}
 		for _, key := range sortedKeys(cs[name].elements) {
 			tx.Add(element(name, isMap, key, cs[name].elements[key]))
 			st.Elements++

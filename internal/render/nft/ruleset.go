@@ -96,6 +96,10 @@ type container struct {
 	size     uint64
 	elements map[string]string
 	comment  string
+	// selection: the set holds the addresses (or endpoints) of one of the
+	// IR's selections, which rules only ever match against; a full sync
+	// fills it before its rules change (Renderer.prefill).
+	selection bool
 }
 
 func newRuleset() *ruleset {
@@ -149,8 +153,8 @@ func (b *builder) build(ir *compile.IR) *ruleset {
 			sets[s.Name] = old
 			continue
 		}
-		v4 := &container{typ: "ipv4_addr", interval: true, elements: map[string]string{}, comment: s.Key}
-		v6 := &container{typ: "ipv6_addr", interval: true, elements: map[string]string{}, comment: s.Key}
+		v4 := &container{typ: "ipv4_addr", interval: true, elements: map[string]string{}, comment: s.Key, selection: true}
+		v6 := &container{typ: "ipv6_addr", interval: true, elements: map[string]string{}, comment: s.Key, selection: true}
 		for _, key := range addrElements(s) {
 			c := v4
 			if strings.Contains(key, ":") {
@@ -168,8 +172,8 @@ func (b *builder) build(ir *compile.IR) *ruleset {
 			endpoints[s.Name] = old
 			continue
 		}
-		v4 := &container{typ: "ipv4_addr . inet_proto . inet_service", elements: map[string]string{}, comment: s.Key}
-		v6 := &container{typ: "ipv6_addr . inet_proto . inet_service", elements: map[string]string{}, comment: s.Key}
+		v4 := &container{typ: "ipv4_addr . inet_proto . inet_service", elements: map[string]string{}, comment: s.Key, selection: true}
+		v6 := &container{typ: "ipv6_addr . inet_proto . inet_service", elements: map[string]string{}, comment: s.Key, selection: true}
 		for _, e := range s.Elements {
 			c := v4
 			if !e.IP.Is4() {
