@@ -383,6 +383,9 @@ func (o *agentOptions) input(ctx context.Context, cmd *cobra.Command) (record.Ev
 		return nil, err
 	}
 	o.cfg.Input = w
+	// A pod the API server has no address for yet gets none: it is
+	// programmed when its address is known, and never as one made up.
+	o.cfg.Pipeline.Observed = true
 	if o.dnsProxy && len(o.cfg.DNSServers) == 0 && !o.cfg.DryRun {
 		cs, err := kubernetes.NewForConfig(rc)
 		if err != nil {

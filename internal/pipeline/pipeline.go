@@ -16,6 +16,8 @@ import (
 type Options struct {
 	ReplicaCap               int // 0: state.DefaultReplicaCap
 	LegacyNamespaceIsolation bool
+	// Observed: the objects come from an API server (state.Options.Observed).
+	Observed bool
 	// SkipInvalid builds the engine without the objects that have errors
 	// instead of failing, and reports their errors as findings: an agent
 	// watching a cluster keeps enforcing every valid policy while one is
@@ -139,9 +141,9 @@ func (b *Builder) build(objects []source.Object, decoded diag.List) (*engine.Eng
 	var cluster *state.Cluster
 	var more diag.List
 	if b.once {
-		cluster, more = state.Build(objects, state.Options{ReplicaCap: opts.ReplicaCap})
+		cluster, more = state.Build(objects, state.Options{ReplicaCap: opts.ReplicaCap, Observed: opts.Observed})
 	} else {
-		b.state.Options = state.Options{ReplicaCap: opts.ReplicaCap}
+		b.state.Options = state.Options{ReplicaCap: opts.ReplicaCap, Observed: opts.Observed}
 		cluster, more = b.state.Build(objects)
 	}
 	diags = append(diags, more...)

@@ -26,6 +26,13 @@ import (
 type Options struct {
 	// ReplicaCap bounds the pods made for one workload; 0 means DefaultReplicaCap.
 	ReplicaCap int
+	// Observed: the objects are what an API server holds, so a pod is
+	// where it is and has the addresses it has. One without an address
+	// (not started yet) is in no set, and one without a node on no node,
+	// instead of getting made-up ones as manifests do: an agent that made
+	// one up would allow whatever real pod the cluster's IPAM gives that
+	// address next, as the pod it was made up for.
+	Observed bool
 }
 
 // DefaultReplicaCap keeps a 500-replica Deployment from flooding a matrix:
@@ -94,7 +101,9 @@ func Build(objects []source.Object, opts Options) (*Cluster, diag.List) {
 	}
 	b.reportFinished()
 	b.placePods()
-	b.assignAddresses()
+	if !b.opts.Observed {
+		b.assignAddresses()
+	}
 	b.c.index()
 	b.resolveServices()
 	return b.c, b.diags
@@ -486,7 +495,7 @@ func (b *builder) placePods() {
 		switch {
 		case p.Node != "":
 			b.node(p.Node)
-		case len(declared) > 0:
+		case len(declared) > 0 && !b.opts.Observed:
 			p.Node = declared[hash64(p.Key())%uint64(len(declared))].Name
 		}
 	}

@@ -1,0 +1,62 @@
+package state_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/netpol/netpol/internal/source"
+	"github.com/netpol/netpol/internal/state"
+)
+
+const pendingPods = `
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {addresses: [{type: InternalIP, address: 198.19.0.1}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: running, namespace: a}
+spec: {nodeName: n1}
+status: {phase: Running, podIP: 198.18.0.5}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: scheduled, namespace: a}
+spec: {nodeName: n1}
+status: {phase: Pending}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: unscheduled, namespace: a}
+status: {phase: Pending}
+`
+
+// TestObservedPodsAreAsObserved: from an API server, a pod that has no
+// address yet has none and one not scheduled is on no node; from
+// manifests, both get made-up ones, so that a matrix can show them.
+func TestObservedPodsAreAsObserved(t *testing.T) {
+	for _, tc := range []struct {
+		observed bool
+		want     map[string]string // pod -> "node addresses"
+	}{
+		{true, map[string]string{"a/running": "n1 [198.18.0.5]", "a/scheduled": "n1 []", "a/unscheduled": " []"}},
+		// Made up: the only node, and an address of each family.
+		{false, map[string]string{"a/running": "n1 [198.18.0.5]", "a/scheduled": "n1 2", "a/unscheduled": "n1 2"}},
+	} {
+		dec := &source.Decoder{}
+		c, diags := state.Build(dec.Decode("p.yaml", []byte(pendingPods)), state.Options{Observed: tc.observed})
+		if len(diags) > 0 {
+			t.Fatal(diags)
+		}
+		for _, p := range c.Pods {
+			got := fmt.Sprint(p.Node, " ", p.IPs)
+			if !tc.observed && p.Name != "running" && len(p.IPs) == 2 && p.IPs[0].Is4() && p.IPs[1].Is6() {
+				got = p.Node + " 2"
+			}
+			if got != tc.want[p.Key()] {
+				t.Errorf("observed=%v: %s is %q, want %q", tc.observed, p.Key(), got, tc.want[p.Key()])
+			}
+		}
+	}
+}
