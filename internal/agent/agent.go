@@ -220,6 +220,10 @@ func New(cfg Config, renderer *nft.Renderer, logTx func(string)) *Agent {
 	// files as from a cluster: it is left out and reported (a node that
 	// refused the whole input would enforce nothing, or nothing new).
 	cfg.Pipeline.SkipInvalid = true
+	// The node's own engine: NetworkPolicies of namespaces without a pod
+	// here cannot change its tables, and at 75,000 of them they cost more
+	// than all the rest (pipeline.Options.Node).
+	cfg.Pipeline.Node = cfg.Node
 	m := newMetrics()
 	if cfg.DNS != nil {
 		m.registry.MustRegister(dnsCollectors(cfg.DNS)...)

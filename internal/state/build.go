@@ -146,6 +146,10 @@ func (b *builder) reportFinished() {
 	b.diags = append(b.diags, diag.Diagnostic{Severity: diag.Warning, Message: msg})
 }
 
+// NamespaceOf is the namespace of an object that names ns: "default" when
+// it names none, as kubectl applies it.
+func NamespaceOf(ns string) string { return defaultNS(ns) }
+
 func defaultNS(ns string) string {
 	if ns == "" {
 		return "default"
