@@ -26,8 +26,10 @@ func (r *recordingNft) Run(ctx context.Context, tx *knftables.Transaction) error
 // TestLabFullSyncFillsSetsOverNetlink: a full sync — the first, and the one
 // after a restart, when the kernel holds the sets already with other
 // members — loads the selections' sets over netlink, not through nft
-// (which needs 3.6 KB an element to read them), and the kernel ends up
-// holding exactly what nft loads from scratch.
+// (which needs 3.6 KB an element to read them), and the tables' chains
+// before the transaction that points the pods at them (nft needs 6.7 KB a
+// rule), and the kernel ends up holding exactly what nft loads from
+// scratch.
 func TestLabFullSyncFillsSetsOverNetlink(t *testing.T) {
 	inNewNetns(t, func(nf knftables.Interface) {
 		ctx := context.Background()
@@ -62,6 +64,14 @@ func TestLabFullSyncFillsSetsOverNetlink(t *testing.T) {
 					if strings.Contains(text, "add element inet netpol "+s.Name) {
 						t.Errorf("%s: nft was given elements of %s:\n%s", step.name, s.Name, text)
 					}
+				}
+			}
+			// The last transaction switches the pods to their tables; the
+			// tables' rules went before it.
+			last := rec.texts[len(rec.texts)-1]
+			for _, tb := range ir.Tables {
+				if strings.Contains(last, "add rule inet netpol "+tb.Name+" ") {
+					t.Errorf("%s: the final transaction writes table %s:\n%s", step.name, tb.Name, last)
 				}
 			}
 			compareWithScratch(t, step.name, ir)

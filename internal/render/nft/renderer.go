@@ -157,9 +157,9 @@ type plan struct {
 	adds     *knftables.Transaction // nil on a first sync
 	elements []elementOp
 	unused   dataplane.Unused
-	// prefill are the selection sets of a full sync that run fills
-	// before tx, by name; true when the kernel has the set already.
-	prefill map[string]bool
+	// prefill is what run loads before tx on a full sync (see fill);
+	// nil when tx carries everything.
+	prefill *prefill
 	want    *ruleset
 	st      Stats
 }
@@ -175,7 +175,7 @@ func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
 	}
 	if r.programmed == nil {
 		if _, ok := r.elements.(SetFiller); ok {
-			p.prefill = map[string]bool{}
+			p.prefill = &prefill{sets: map[string]bool{}}
 		}
 		if err := r.reconcile(ctx, p.tx, p.deletes, want, p.prefill, &p.st); err != nil {
 			return p, err
@@ -217,7 +217,7 @@ func (r *Renderer) Sync(ctx context.Context, ir *compile.IR) (Stats, error) {
 // the adds stay applied (nothing refers to them); the caller forgets what
 // it programmed, and the next sync reconciles.
 func (r *Renderer) run(ctx context.Context, p *plan) error {
-	if len(p.prefill) > 0 {
+	if p.prefill != nil {
 		if err := r.fill(ctx, p); err != nil {
 			return err
 		}
@@ -250,33 +250,55 @@ func (r *Renderer) run(ctx context.Context, p *plan) error {
 	return nil
 }
 
-// fill loads the selection sets of a full sync before its transaction
-// (plan.prefill). nft needs ~3.6 KB an element to read a set from text
-// (476 MB for the 130k elements of a node of the 30k cluster), the element
-// writer a few dozen bytes, in batches of dataplane.FillBatch. Traffic
-// never sees a set part-filled: a set the kernel lacks is declared by a
-// transaction of its own and filled while no rule refers to it, one it
-// has (a restart, a resync) is emptied and refilled in one batch. Either
-// way its content is the selection's as of this pass before the rules that
-// match it change, so the old rules meet the pods as they are now for as
-// long as the transaction takes, as they do between two passes.
+// prefill is what a full sync loads before its transaction (fill).
+type prefill struct {
+	// sets are the selection sets, by name; true when the kernel has the
+	// set already.
+	sets map[string]bool
+	// chains are the table chains (ruleset.tableChains), sorted.
+	chains []string
+}
+
+// fill loads the bulk of a full sync before its transaction: the selection
+// sets and the table chains, while nothing refers to what is new.
+//
+// Sets: nft needs ~3.6 KB an element to read a set from text (476 MB for
+// the 130k elements of a node of the 30k cluster), the element writer a few
+// dozen bytes, in batches of dataplane.FillBatch. A set the kernel lacks is
+// declared first and filled while no rule refers to it; one it has (a
+// restart, a resync) is emptied and refilled in one batch. Either way its
+// content is the selection's as of this pass before the rules that match it
+// change: the old rules meet the pods as they are now for as long as the
+// transaction takes, as they do between two passes.
+//
+// Chains: nft needs ~6.7 KB a rule (787 MB for the 117,826 rules of a node
+// of the 150k cluster, whose 1,500 admin policies put hundreds of rules in
+// each of its 164 tables), so the table chains go in transactions of about
+// chainBatchRules rules, whole chains each. A table chain is named after
+// its rules, so one the kernel has already holds them (or drifted: the
+// rewrite, atomic per chain, repairs it), and only the verdict maps, which
+// the final transaction switches, send packets to a new one.
 func (r *Renderer) fill(ctx context.Context, p *plan) error {
-	filler := r.elements.(SetFiller)
+	want, pf := p.want, p.prefill
+	// Everything the chains and the batches name exists first; adding
+	// what exists changes nothing.
 	declare := r.nft.NewTransaction()
 	declare.Add(table())
-	names := sortedKeys(p.prefill)
-	for _, name := range names {
-		if !p.prefill[name] {
-			addContainer(declare, name, p.want.sets[name], false)
-		}
+	for _, name := range sortedKeys(want.sets) {
+		addContainer(declare, name, want.sets[name], false)
 	}
-	if declare.NumOperations() > 1 {
-		if err := r.nft.Run(ctx, declare); err != nil {
-			return fmt.Errorf("declaring sets: %w", err)
-		}
+	for _, name := range sortedKeys(want.maps) {
+		addContainer(declare, name, want.maps[name], true)
 	}
-	for _, name := range names {
-		c := p.want.sets[name]
+	for _, name := range sortedKeys(want.chains) {
+		declare.Add(&knftables.Chain{Name: name})
+	}
+	if err := r.nft.Run(ctx, declare); err != nil {
+		return fmt.Errorf("declaring sets, maps and chains: %w", err)
+	}
+	filler := r.elements.(SetFiller)
+	for _, name := range sortedKeys(pf.sets) {
+		c := want.sets[name]
 		ops := make([]elementOp, 0, len(c.elements))
 		for _, key := range sortedKeys(c.elements) {
 			ops = append(ops, elementOp{set: name, c: c, key: key})
@@ -285,14 +307,30 @@ func (r *Renderer) fill(ctx context.Context, p *plan) error {
 		if !ok {
 			return fmt.Errorf("set %s: an element the element writer cannot encode", name)
 		}
-		if err := filler.Fill(name, els, p.prefill[name]); err != nil {
+		if err := filler.Fill(name, els, pf.sets[name]); err != nil {
 			return fmt.Errorf("filling set %s over netlink: %w", name, err)
 		}
 		p.st.Elements += len(els)
 	}
 	p.st.Netlink = true
+	for i := 0; i < len(pf.chains); {
+		tx := r.nft.NewTransaction()
+		for rules := 0; i < len(pf.chains) && (rules == 0 || rules+len(want.chains[pf.chains[i]]) <= chainBatchRules); i++ {
+			name := pf.chains[i]
+			tx.Flush(&knftables.Chain{Name: name})
+			writeChain(tx, name, want.chains[name], &p.st)
+			rules += max(len(want.chains[name]), 1)
+		}
+		if err := r.nft.Run(ctx, tx); err != nil {
+			return fmt.Errorf("writing table chains: %w", err)
+		}
+	}
 	return nil
 }
+
+// chainBatchRules is about the most rules fill gives nft at once (a chain
+// longer than that goes alone): ~35 MB of nft's memory.
+const chainBatchRules = 5000
 
 // runThenDelete runs the plan's transaction, then its deletions when they
 // go in a later one.
@@ -378,30 +416,39 @@ func (Text) Render(w io.Writer, ir *compile.IR) error {
 // atomically: the base chains keep existing throughout (so no packet ever
 // sees an open window), stale chains and sets are deleted.
 //
-// With prefill (not nil), the selection sets of want are left to fill:
-// they are neither emptied nor given elements here, and prefill is filled
-// with their names, true for those the kernel holds already.
-func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transaction, want *ruleset, prefill map[string]bool, st *Stats) error {
+// With pf (not nil), the selection sets and the table chains of want are
+// left to fill (see prefill): they are neither emptied nor written here,
+// and pf says which they are.
+func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transaction, want *ruleset, pf *prefill, st *Stats) error {
 	have, _, err := r.objectNames(ctx) // a table that is gone has nothing
 	if err != nil {
 		return err
 	}
-	if prefill != nil {
+	var filled map[string]bool // sets
+	if pf != nil {
 		for name, c := range want.sets {
 			if c.selection {
-				prefill[name] = false
+				pf.sets[name] = false
 			}
 		}
 		for _, name := range have["set"] {
-			if _, ok := prefill[name]; ok {
-				prefill[name] = true
+			if _, ok := pf.sets[name]; ok {
+				pf.sets[name] = true
 			}
 		}
+		filled = pf.sets
+		for name := range want.tableChains {
+			pf.chains = append(pf.chains, name)
+		}
+		slices.Sort(pf.chains)
 	}
-	// Empty everything first so that deletions never meet a reference.
+	// Empty everything first so that deletions never meet a reference
+	// (but the table chains that fill has written).
 	tx.Add(&knftables.Table{})
 	for _, name := range have["chain"] {
-		tx.Flush(&knftables.Chain{Name: name})
+		if pf == nil || !want.tableChains[name] {
+			tx.Flush(&knftables.Chain{Name: name})
+		}
 	}
 	for _, name := range have["map"] {
 		tx.Flush(&knftables.Map{Name: name})
@@ -409,12 +456,12 @@ func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transac
 	for _, name := range have["set"] {
 		// Held connections stay held across restarts, and what DNS
 		// answers taught stays learned.
-		if _, filled := prefill[name]; !filled && !isCutSet(name) && !isDomainSet(name) {
+		if _, ok := filled[name]; !ok && !isCutSet(name) && !isDomainSet(name) {
 			tx.Flush(&knftables.Set{Name: name})
 		}
 	}
 	writeBase(tx)
-	writeContent(tx, want, prefill, st)
+	writeContent(tx, want, pf, st)
 	writeBaseRules(tx, want)
 	for _, name := range have["chain"] {
 		if _, ok := want.chains[name]; !ok && !isBase(name) {
@@ -509,9 +556,14 @@ func table() *knftables.Table {
 
 // writeContent adds every set, map and chain of want (into a table whose
 // objects are empty or absent). Declarations come first: rules name sets
-// and maps, and map elements jump to chains. The sets named in filled
-// have their elements already (Renderer.fill).
-func writeContent(tx *knftables.Transaction, want *ruleset, filled map[string]bool, st *Stats) {
+// and maps, and map elements jump to chains. With pf, the selection sets
+// have their elements and the table chains their rules already
+// (Renderer.fill).
+func writeContent(tx *knftables.Transaction, want *ruleset, pf *prefill, st *Stats) {
+	var filled map[string]bool
+	if pf != nil {
+		filled = pf.sets
+	}
 	for _, name := range sortedKeys(want.sets) {
 		addContainer(tx, name, want.sets[name], false)
 	}
@@ -522,7 +574,9 @@ func writeContent(tx *knftables.Transaction, want *ruleset, filled map[string]bo
 		addContainer(tx, name, want.maps[name], true)
 	}
 	for _, name := range sortedKeys(want.chains) {
-		writeChain(tx, name, want.chains[name], st)
+		if pf == nil || !want.tableChains[name] {
+			writeChain(tx, name, want.chains[name], st)
+		}
 	}
 	addElements(tx, want.sets, false, filled, st)
 	addElements(tx, want.maps, true, nil, st)

@@ -66,8 +66,13 @@ const (
 // form that two rulesets can be compared piece by piece.
 type ruleset struct {
 	chains map[string][]rule // non-base chains
-	sets   map[string]*container
-	maps   map[string]*container
+	// tableChains are the chains of the IR's tables (a table's own, its
+	// NetworkPolicy tier's, its log chains): named after their content,
+	// so a chain of that name holds those rules whoever wrote it, and only
+	// the verdict maps make packets meet it.
+	tableChains map[string]bool
+	sets        map[string]*container
+	maps        map[string]*container
 	// record: the base chains end in the jump to the record chain
 	// (record.go).
 	record bool
@@ -103,7 +108,7 @@ type container struct {
 }
 
 func newRuleset() *ruleset {
-	return &ruleset{chains: map[string][]rule{}, sets: map[string]*container{}, maps: map[string]*container{}}
+	return &ruleset{chains: map[string][]rule{}, tableChains: map[string]bool{}, sets: map[string]*container{}, maps: map[string]*container{}}
 }
 
 // builder computes rulesets and remembers the sets and chains of the last
@@ -198,6 +203,7 @@ func (b *builder) build(ir *compile.IR) *ruleset {
 		tables[t.Name] = chains
 		for name, c := range chains {
 			rs.chains[name] = c
+			rs.tableChains[name] = true
 		}
 	}
 	stagedMaps(rs, ir)
