@@ -119,6 +119,41 @@ type builder struct {
 	// services and slices wait for every pod (resolveServices).
 	services []pendingService
 	slices   []pendingSlice
+	// podLabels are the label sets of the pods so far, one value for each
+	// distinct set (see internLabels).
+	podLabels map[string]labels.Set
+}
+
+// internLabels returns the label set of a pod with labels l: the one
+// value every pod with the same labels shares. The replicas of a workload
+// carry the same labels, and on 150k pods a copy each was 40 MB. Pods'
+// labels are never written once built.
+func (b *builder) internLabels(l map[string]string) labels.Set {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var key strings.Builder
+	for _, k := range keys {
+		// A label key has no "=", a value no NUL: the text names the set.
+		key.WriteString(k)
+		key.WriteByte('=')
+		key.WriteString(l[k])
+		key.WriteByte(0)
+	}
+	if set, ok := b.podLabels[key.String()]; ok {
+		return set
+	}
+	set := make(labels.Set, len(l))
+	for k, v := range l {
+		set[k] = v
+	}
+	if b.podLabels == nil {
+		b.podLabels = map[string]labels.Set{}
+	}
+	b.podLabels[key.String()] = set
+	return set
 }
 
 // finishedNamed is how many finished pods the finding names: a cluster
@@ -295,10 +330,7 @@ func (b *builder) addPod(o source.Object, podLabels map[string]string, namespace
 		b.finished = append(b.finished, ns.Name+"/"+name)
 		return
 	}
-	p := &Pod{Namespace: ns, Name: name, Labels: make(labels.Set, len(podLabels)), Node: spec.NodeName, HostNetwork: spec.HostNetwork, Owner: owner, Origin: o.Origin}
-	for k, v := range podLabels {
-		p.Labels[k] = v
-	}
+	p := &Pod{Namespace: ns, Name: name, Labels: b.internLabels(podLabels), Node: spec.NodeName, HostNetwork: spec.HostNetwork, Owner: owner, Origin: o.Origin}
 	errorf := func(field, format string, args ...any) { o.Reporter(&b.diags).Errorf(field, format, args...) }
 	// field names a port in a finding: only a port that has one pays for it.
 	field := func(ci, pi int, name string) string {

@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/netpol/netpol/internal/source"
@@ -58,5 +59,31 @@ func TestObservedPodsAreAsObserved(t *testing.T) {
 				t.Errorf("observed=%v: %s is %q, want %q", tc.observed, p.Key(), got, tc.want[p.Key()])
 			}
 		}
+	}
+}
+
+// TestPodsShareTheirLabels: pods with the same labels share one label set
+// (a workload's replicas), pods with others do not.
+func TestPodsShareTheirLabels(t *testing.T) {
+	dec := &source.Decoder{}
+	c, diags := state.Build(dec.Decode("p.yaml", []byte(`
+apiVersion: v1
+kind: Pod
+metadata: {name: a, namespace: x, labels: {app: web, tier: front}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: b, namespace: z, labels: {tier: front, app: web}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: c, namespace: x, labels: {app: web, tier: back}}
+`)), state.Options{})
+	if len(diags.Errors()) > 0 || len(c.Pods) != 3 {
+		t.Fatal(diags, len(c.Pods))
+	}
+	ptr := func(key string) uintptr { return reflect.ValueOf(c.Pod(key).Labels).Pointer() }
+	if ptr("x/a") != ptr("z/b") || ptr("x/a") == ptr("x/c") {
+		t.Errorf("x/a and z/b share labels: %v (want true); x/a and x/c: %v (want false)", ptr("x/a") == ptr("z/b"), ptr("x/a") == ptr("x/c"))
 	}
 }

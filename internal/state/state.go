@@ -52,7 +52,7 @@ type Pod struct {
 	ID          int32 // index in Cluster.Pods
 	Namespace   *Namespace
 	Name        string
-	Labels      labels.Set
+	Labels      labels.Set   // shared by the snapshot's pods with the same labels: never written
 	IPs         []netip.Addr // IPv4 first when the pod has one
 	Node        string
 	HostNetwork bool
