@@ -1,9 +1,12 @@
 package kube
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -92,5 +95,55 @@ func TestFaultMirrorIgnoresStoppedInformer(t *testing.T) {
 	m.setIf(anp.DeepCopy(), metav1.TypeMeta{}, m.generation("AdminNetworkPolicy"))
 	if count() != 1 {
 		t.Error("the informer of the next generation cannot write")
+	}
+}
+
+// BenchmarkMirrorFirstList fills a mirror as the agent's first list of the
+// 30k cluster does: 30,000 pods, then 22,500 NetworkPolicies, whose keys
+// sort before every pod's.
+//
+//	go test ./internal/source/kube -run XXX -bench MirrorFirstList -benchtime 1x
+func BenchmarkMirrorFirstList(b *testing.B) {
+	podTM := metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	npTM := metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"}
+	for b.Loop() {
+		m := newMirror(source.Options{})
+		for i := range 30000 {
+			m.set(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%06d", i), Namespace: fmt.Sprintf("ns-%05d", i%7500),
+				Labels: map[string]string{"app": "web"}}}, podTM)
+		}
+		for i := range 22500 {
+			m.set(&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("np-%06d", i), Namespace: fmt.Sprintf("ns-%05d", i%7500)}}, npTM)
+		}
+		if objs, _, _ := m.snapshot(); len(objs) != 52500 {
+			b.Fatalf("%d objects, want 52500", len(objs))
+		}
+	}
+}
+
+// TestMirrorKeepsOrderAcrossPending: objects set in any order, removed
+// before or after a snapshot, come out sorted, the removed ones gone.
+func TestMirrorKeepsOrderAcrossPending(t *testing.T) {
+	m := newMirror(source.Options{})
+	podTM := metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "x"}}
+	}
+	for _, n := range []string{"d", "b"} {
+		m.set(pod(n), podTM)
+	}
+	m.snapshot()
+	for _, n := range []string{"e", "a", "c"} {
+		m.set(pod(n), podTM)
+	}
+	m.remove(pod("b"), "Pod", anyGen) // merged already
+	m.remove(pod("c"), "Pod", anyGen) // still pending
+	objs, _, _ := m.snapshot()
+	var names []string
+	for _, o := range objs {
+		names = append(names, o.Name)
+	}
+	if got := strings.Join(names, ","); got != "a,d,e" {
+		t.Errorf("snapshot %s, want a,d,e", got)
 	}
 }
