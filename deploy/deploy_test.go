@@ -22,6 +22,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -457,5 +458,31 @@ func TestImagePinned(t *testing.T) {
 	}
 	if len(k.Images) != 1 || k.Images[0].Name != repo || k.Images[0].NewTag != tag {
 		t.Errorf("kustomization.yaml images %+v, want one %s with newTag %s as the DaemonSet has", k.Images, repo, tag)
+	}
+}
+
+// TestMemorySizing: the DaemonSet's memory follows the sizing rule of
+// README.md: requested as much as its limit, and a Go heap limit below it
+// by at least what the kernel's nftables objects and nft take at the
+// cluster size the limit is for (18 MB at 10,000 pods: BENCHMARKS.md).
+func TestMemorySizing(t *testing.T) {
+	ds := one[*appsv1.DaemonSet](t, readManifests(t), "DaemonSet")
+	c := ds.Spec.Template.Spec.Containers[0]
+	limit, request := c.Resources.Limits.Memory(), c.Resources.Requests.Memory()
+	if limit.IsZero() || !request.Equal(*limit) {
+		t.Errorf("memory request %s, limit %s: want a limit, and a request equal to it", request, limit)
+	}
+	var goMemLimit string
+	for _, e := range c.Env {
+		if e.Name == "GOMEMLIMIT" {
+			goMemLimit = e.Value
+		}
+	}
+	soft, err := resource.ParseQuantity(strings.TrimSuffix(goMemLimit, "B")) // Go spells MiB what Kubernetes spells Mi
+	if err != nil {
+		t.Fatalf("GOMEMLIMIT %q: %v", goMemLimit, err)
+	}
+	if room := limit.Value() - soft.Value(); room < 48<<20 {
+		t.Errorf("GOMEMLIMIT %s leaves %d MiB of the %s limit to the kernel and nft, want at least 48", goMemLimit, room>>20, limit)
 	}
 }
