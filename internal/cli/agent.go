@@ -288,7 +288,8 @@ func (o *agentOptions) complete() error {
 	if err != nil {
 		return usageError{err}
 	}
-	o.source = source.Options{ANPShape: shape}
+	// The agent keeps every pod of the cluster: as much as policy reads.
+	o.source = source.Options{ANPShape: shape, CompactPods: true}
 	for _, ip := range o.dnsServers {
 		a, _ := netip.AddrFromSlice(ip)
 		o.cfg.DNSServers = append(o.cfg.DNSServers, a.Unmap())

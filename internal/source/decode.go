@@ -56,6 +56,10 @@ type Options struct {
 	// Lenient reads a policy with unknown fields without them, with a
 	// warning, instead of refusing it (see RefusesUnknownFields).
 	Lenient bool
+	// CompactPods hands Pod objects over as *Pod, which keeps what policy
+	// reads of them only, instead of *corev1.Pod: for an agent, which
+	// keeps every pod of the cluster.
+	CompactPods bool
 }
 
 // strictKinds are the kinds whose unknown fields make the object invalid:
@@ -449,6 +453,9 @@ func (d *Decoder) decodeObject(out []Object, origin diag.Origin, js []byte, impl
 		return out
 	}
 	obj.Value = value
+	if p, ok := value.(*corev1.Pod); ok && d.CompactPods {
+		obj.Value = CompactPod(p)
+	}
 	return append(out, obj)
 }
 

@@ -73,6 +73,9 @@ func Build(objects []source.Object, opts Options) (*Cluster, diag.List) {
 		case *corev1.Namespace, *corev1.Node:
 		case *corev1.Pod:
 			b.addPod(o, v.ObjectMeta.Labels, v.Namespace, v.Name, &v.Spec, &v.Status, podOwner(v))
+		case *source.Pod:
+			p := v.Typed()
+			b.addPod(o, p.ObjectMeta.Labels, p.Namespace, p.Name, &p.Spec, &p.Status, podOwner(p))
 		case *appsv1.Deployment:
 			b.addDeployment(o, v)
 		case *appsv1.ReplicaSet:
@@ -535,6 +538,18 @@ func (b *builder) placePods() {
 			p.Node = declared[hash64(p.Key())%uint64(len(declared))].Name
 		}
 	}
+}
+
+// typedPod returns the Pod object v as a corev1.Pod (a new one for a
+// source.Pod), or false when v is not a pod.
+func typedPod(v any) (*corev1.Pod, bool) {
+	switch p := v.(type) {
+	case *corev1.Pod:
+		return p, true
+	case *source.Pod:
+		return p.Typed(), true
+	}
+	return nil, false
 }
 
 // isWorkload reports whether v is a workload that stands for its pods.

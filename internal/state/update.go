@@ -60,7 +60,7 @@ func (b *Builder) Build(objects []source.Object) (*Cluster, diag.List) {
 // isClusterObject reports whether state models v (the rest are policies).
 func isClusterObject(v any) bool {
 	switch v.(type) {
-	case *corev1.Namespace, *corev1.Node, *corev1.Pod, *corev1.Service, *discoveryv1.EndpointSlice:
+	case *corev1.Namespace, *corev1.Node, *corev1.Pod, *source.Pod, *corev1.Service, *discoveryv1.EndpointSlice:
 		return true
 	}
 	return isWorkload(v)
@@ -192,7 +192,7 @@ func (e *podEdits) replace(p *Pod) {
 // deleted records the deletion of the object v; false if it is not a pod,
 // a finished one, or one with findings.
 func (b *Builder) deleted(e *podEdits, v any) bool {
-	pod, ok := v.(*corev1.Pod)
+	pod, ok := typedPod(v)
 	if !ok {
 		return false
 	}
@@ -212,7 +212,7 @@ func (b *Builder) deleted(e *podEdits, v any) bool {
 // more than a pod (a namespace, a node, an address assigned), or it has
 // findings.
 func (b *Builder) added(e *podEdits, o source.Object) bool {
-	pod, ok := o.Value.(*corev1.Pod)
+	pod, ok := typedPod(o.Value)
 	if !ok || pod.Spec.HostNetwork || pod.Spec.NodeName == "" || b.last.nodes[pod.Spec.NodeName] == nil ||
 		b.last.namespaces[defaultNS(pod.Namespace)] == nil || finished(&pod.Status) {
 		return false
@@ -277,8 +277,8 @@ func sameSlice[T any](a, b []T) bool {
 // one that old made, when nothing but its labels and ports changed and
 // neither version has findings.
 func (b *Builder) replacement(o source.Object, old any) (*Pod, bool) {
-	now, ok := o.Value.(*corev1.Pod)
-	was, ok2 := old.(*corev1.Pod)
+	now, ok := typedPod(o.Value)
+	was, ok2 := typedPod(old)
 	if !ok || !ok2 || b.lastFlagged[o.Ref()] ||
 		now.Namespace != was.Namespace || now.Name != was.Name ||
 		now.Spec.NodeName != was.Spec.NodeName || now.Spec.HostNetwork != was.Spec.HostNetwork ||
