@@ -253,19 +253,28 @@ func (m *mirror) setIf(obj runtime.Object, tm metav1.TypeMeta, gen int64) bool {
 	kind := obj.GetObjectKind().GroupVersionKind().Kind
 	key := kind + "/" + acc.GetNamespace() + "/" + acc.GetName()
 	label := source.Object{Kind: kind, Namespace: acc.GetNamespace(), Name: acc.GetName()}.Ref()
-	data, err := json.Marshal(obj)
-	sum := sha256.Sum256(data)
+	cp, compact := obj.(*compactPod)
+	var data []byte
+	if compact {
+		data, err = json.Marshal(cp.Pod)
+	} else {
+		data, err = json.Marshal(obj)
+	}
+	d := decoded{sum: sumOf(data)}
 	m.mu.Lock()
 	last, found := m.lookup(key)
-	same := found && err == nil && last.sum == sum
+	same := found && err == nil && last.sum == d.sum
 	m.mu.Unlock()
 	if same {
 		return false
 	}
-	d := decoded{sum: sum}
-	if err != nil {
+	switch {
+	case err != nil:
 		d.diags = diag.List{{Severity: diag.Error, Origin: diag.Origin{File: "cluster"}, Object: label, Message: err.Error()}}
-	} else {
+	case compact:
+		// Typed by the client and compact already: nothing to decode.
+		d.objs = []source.Object{cp.object()}
+	default:
 		dec := &source.Decoder{Options: m.opts}
 		d.objs = dec.Decode("cluster", data)
 		d.diags = dec.Diags
@@ -522,7 +531,7 @@ func newWatch(c clients, opts WatchOptions) (*Watch, error) {
 		// what policy reads.
 		transform cache.TransformFunc
 	}{
-		{"namespaces", listWatch[*corev1.NamespaceList](cs.CoreV1().Namespaces()), &corev1.Namespace{}, kindNamespace, nil},
+		{"namespaces", listWatch[*corev1.NamespaceList](cs.CoreV1().Namespaces()), &corev1.Namespace{}, kindNamespace, dropManagedFields},
 		{"nodes", listWatch[*corev1.NodeList](cs.CoreV1().Nodes()), &corev1.Node{}, kindNode, func(obj any) (any, error) {
 			if n, ok := obj.(*corev1.Node); ok {
 				return StripNode(n), nil
@@ -530,12 +539,16 @@ func newWatch(c clients, opts WatchOptions) (*Watch, error) {
 			return obj, nil
 		}},
 		{"pods", listWatch[*corev1.PodList](cs.CoreV1().Pods("")), &corev1.Pod{}, kindPod, func(obj any) (any, error) {
-			if p, ok := obj.(*corev1.Pod); ok {
-				return StripPod(p), nil
+			p, ok := obj.(*corev1.Pod)
+			switch {
+			case !ok:
+				return obj, nil
+			case opts.Source.CompactPods:
+				return compactPodOf(p), nil
 			}
-			return obj, nil
+			return StripPod(p), nil
 		}},
-		{"networkpolicies", listWatch[*networkingv1.NetworkPolicyList](cs.NetworkingV1().NetworkPolicies("")), &networkingv1.NetworkPolicy{}, kindNetworkPolicy, nil},
+		{"networkpolicies", listWatch[*networkingv1.NetworkPolicyList](cs.NetworkingV1().NetworkPolicies("")), &networkingv1.NetworkPolicy{}, kindNetworkPolicy, dropManagedFields},
 	}
 	for _, t := range typed {
 		inf := cache.NewSharedIndexInformerWithOptions(newReconnecting(t.lw, cs, t.resource), t.obj,
@@ -744,3 +757,17 @@ func (w *Watch) AdminPolicies() []AdminPolicy {
 	})
 	return out
 }
+
+// dropManagedFields is the informers' transform for namespaces and
+// NetworkPolicies: the server-side apply bookkeeping is often larger than
+// the object, and the mirror clears it anyway. The object is the
+// informer's own, fresh from the decoder: it may be written.
+func dropManagedFields(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// sumOf is what the mirror keeps of an object's JSON to tell a change.
+func sumOf(data []byte) [sha256.Size]byte { return sha256.Sum256(data) }

@@ -294,3 +294,39 @@ func TestKubeWatchStartHoldsTheFirstList(t *testing.T) {
 		t.Errorf("the first snapshot after Start has %d of the %d pods", n, pods)
 	}
 }
+
+// TestKubeWatchCompactPods: an agent's watch (CompactPods) keeps its pods
+// as source.Pod from the informer on, without a JSON round trip, and
+// decides as the typed watch does, through a relabel too.
+func TestKubeWatchCompactPods(t *testing.T) {
+	c, cs, _ := start(t)
+	typed := startWatch(t, c, kube.WatchOptions{})
+	compact := startWatch(t, c, kube.WatchOptions{Source: source.Options{CompactPods: true}})
+	typedObjs, _, _ := typed.Snapshot()
+	objs, diags, before := compact.Snapshot()
+	if err := diags.Err(); err != nil {
+		t.Fatal(err)
+	}
+	pods := 0
+	for _, o := range objs {
+		if o.Kind != "Pod" {
+			continue
+		}
+		pods++
+		if _, ok := o.Value.(*source.Pod); !ok {
+			t.Fatalf("%s is a %T, want a *source.Pod", o.Ref(), o.Value)
+		}
+	}
+	if pods != 5 {
+		t.Fatalf("%d pods, want 5", pods)
+	}
+	te, ce := build(t, typedObjs), build(t, objs)
+	for _, f := range [][2]string{{"shop/frontend", "shop/web"}, {"shop/batch", "shop/web"}, {"untrusted/intruder", "shop/web"},
+		{"monitoring/prometheus", "shop/web"}, {"198.18.1.3", "198.18.1.2"}, {"shop/web", "untrusted/intruder"}} {
+		if a, b := allowed(t, te, f[0], f[1]), allowed(t, ce, f[0], f[1]); a != b {
+			t.Errorf("%s -> %s: typed %v, compact %v", f[0], f[1], a, b)
+		}
+	}
+	relabelBatch(t, cs)
+	waitFor(t, compact, before, func(e *engine.Engine) bool { return allowed(t, e, "shop/batch", "shop/web") })
+}
