@@ -151,8 +151,8 @@ func loadCluster(tb testing.TB, size synth.Size) *kubetest.Cluster {
 
 // TestLabAgentFitsItsLimit: the agent as the DaemonSet runs it — its memory
 // limit, its GOMEMLIMIT, against an API server — programs a node of the
-// largest cluster deploy/README.md's sizing rule gives that limit (10,000
-// pods, synth.Scale10k) without being OOM-killed. Needs root (a network
+// largest cluster deploy/README.md's sizing rule gives that limit (15,000
+// pods, synth.Scale15k) without being OOM-killed. Needs root (a network
 // namespace, a memory cgroup) and the API server binaries; under CI=true
 // it fails without them.
 func TestLabAgentFitsItsLimit(t *testing.T) {
@@ -163,10 +163,10 @@ func TestLabAgentFitsItsLimit(t *testing.T) {
 		t.Skip("needs root: a network namespace and a memory cgroup")
 	}
 	if testing.Short() {
-		t.Skip("loads 20,701 objects into an API server")
+		t.Skip("loads 31,051 objects into an API server")
 	}
 	limit, _ := daemonSetMemory(t)
-	c := loadCluster(t, synth.Scale10k)
+	c := loadCluster(t, synth.Scale15k)
 	dir := t.TempDir()
 	netnstest.Run(t, func() {
 		kubeconfig := relayKubeconfig(t, c, dir)

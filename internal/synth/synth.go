@@ -55,6 +55,7 @@ var (
 // NetworkPolicies and 1,500 admin policies.
 var (
 	Scale10k  = Size{Name: "scale-10k", Namespaces: 500, Pods: 10000, NetPols: 10000, Admin: 100, Nodes: 100, Running: true}
+	Scale15k  = Size{Name: "scale-15k", Namespaces: 750, Pods: 15000, NetPols: 15000, Admin: 150, Nodes: 150, Running: true}
 	Scale30k  = Size{Name: "scale-30k", Namespaces: 7500, Pods: 30000, NetPols: 22500, Admin: 300, Nodes: 300, Running: true}
 	Scale150k = Size{Name: "scale-150k", Namespaces: 37500, Pods: 150000, NetPols: 75000, Admin: 1500, Nodes: 1500, Running: true}
 )
