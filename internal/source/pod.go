@@ -18,8 +18,10 @@ type Pod struct {
 	Phase           corev1.PodPhase
 	IPs             []corev1.PodIP // status.podIPs, or status.podIP alone
 	// Ready is the status of the Ready condition, "" without one.
-	Ready      corev1.ConditionStatus
-	Containers []ContainerPorts // those that declare ports
+	Ready corev1.ConditionStatus
+	// Containers are every container, in order (so that a finding names
+	// the container as the manifest does), with the ports it declares.
+	Containers []ContainerPorts
 	// Controller is the controller among the owners, nil without one.
 	Controller *metav1.OwnerReference
 }
@@ -42,9 +44,10 @@ func CompactPod(p *corev1.Pod) *Pod {
 			c.Ready = cond.Status
 		}
 	}
-	for _, ct := range p.Spec.Containers {
-		if len(ct.Ports) > 0 {
-			c.Containers = append(c.Containers, ContainerPorts{Name: ct.Name, Ports: ct.Ports})
+	if len(p.Spec.Containers) > 0 {
+		c.Containers = make([]ContainerPorts, len(p.Spec.Containers))
+		for i, ct := range p.Spec.Containers {
+			c.Containers[i] = ContainerPorts{Name: ct.Name, Ports: ct.Ports}
 		}
 	}
 	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {

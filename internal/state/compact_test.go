@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/netpol/netpol/internal/source"
@@ -26,6 +27,7 @@ spec:
   - {name: main, image: x, ports: [{name: http, containerPort: 8080}, {name: dns, containerPort: 53, protocol: UDP}]}
   - {name: side, image: x}
   - {name: metrics, image: x, ports: [{name: metrics, containerPort: 9090}]}
+  - {name: broken, image: x, ports: [{name: bad, containerPort: 70000}]}
 status:
   phase: Running
   podIPs: [{ip: 198.18.0.10}, {ip: "fd00::10"}]
@@ -53,7 +55,8 @@ status: {phase: Succeeded, podIP: 198.18.0.12}
 // TestCompactPodsBuildTheSamePods: pods decoded compact (the agent's
 // source.Options.CompactPods) make the same snapshot as typed ones: labels,
 // addresses, node, host network, named ports of every container, owner,
-// readiness, finished pods left out.
+// readiness, finished pods left out; and the same findings, a bad port
+// named in its container as the manifest numbers it (the fourth).
 func TestCompactPodsBuildTheSamePods(t *testing.T) {
 	build := func(compact bool) (*state.Cluster, string) {
 		dec := &source.Decoder{Options: source.Options{CompactPods: compact}}
@@ -72,6 +75,9 @@ func TestCompactPodsBuildTheSamePods(t *testing.T) {
 	compact, compactDiags := build(true)
 	if typedDiags != compactDiags {
 		t.Errorf("findings differ:\n typed:   %s\n compact: %s", typedDiags, compactDiags)
+	}
+	if !strings.Contains(compactDiags, "spec.containers[3].ports[0].containerPort") {
+		t.Errorf("findings %s: want the bad port of spec.containers[3]", compactDiags)
 	}
 	show := func(c *state.Cluster) (out []string) {
 		for _, p := range c.Pods {
