@@ -259,11 +259,12 @@ func (c *nodeCompile) compileTable(pod *state.Pod, dir policy.Direction) *Table 
 
 // rules appends the kernel rules of one policy rule. Its peers are an OR
 // with the same ports and action, so they share one rule over one set of
-// the addresses of their pods and nodes, one over one set of their
+// the addresses of their pods and nodes (or a rule each over their own
+// sets, while that is a few rules: splitPeers), one over one set of their
 // ipBlocks, one over their domain names and one over the endpoints of the
-// rule's named ports: a rule of p peers and n ports is
-// O(p + n) in the kernel, never p rules of n port matches (a tenant's
-// 1,000 peers x 1,000 ports were 2,000,000 kernel rules).
+// rule's named ports: a rule of p peers and n ports is O(p + n) in the
+// kernel, never p rules of n port matches (a tenant's 1,000 peers x 1,000
+// ports were 2,000,000 kernel rules).
 func (c *nodeCompile) rules(out []Rule, pod *state.Pod, dir policy.Direction, tier policy.Tier, ar engine.AppliedRule) []Rule {
 	r := ar.Rule
 	base := Rule{Tier: tier, Action: action(tier, ar.Outcome()),
@@ -321,7 +322,7 @@ func (c *nodeCompile) rules(out []Rule, pod *state.Pod, dir policy.Direction, ti
 	if r.AllPorts || len(ranges) > 0 {
 		// Pods and nodes come and go one address at a time; ipBlocks
 		// change only with their policy, and their set is Static.
-		for _, peers := range append(splitPeers(addrs), blocks) {
+		for _, peers := range append(splitPeers(addrs, max(len(ranges), 1)), blocks) {
 			if len(peers) == 0 {
 				continue
 			}
@@ -347,18 +348,20 @@ func (c *nodeCompile) rules(out []Rule, pod *state.Pod, dir policy.Direction, ti
 	return out
 }
 
-// splitPeers groups the pod and node peers of one rule into the sets its
-// kernel rules match: one set per peer, shared by every rule of the node
-// that names the same selection, when there are at most maxSplitPeers of
-// them; else one set of their union, for that rule alone. A union copies
-// its members: a rule naming a selection of 9,000 pods and a small one,
-// written in each of 100 namespaces, made 100 sets of ~9,000 addresses
-// (368,000 elements on a node of the 10k cluster, where the shared sets
-// hold a twentieth of that). Past maxSplitPeers the union keeps the rule
-// count of a tenant's rule of 1,000 peers to one per port match.
-func splitPeers(addrs []engine.PeerSet) [][]engine.PeerSet {
+// splitPeers groups the pod and node peers of one rule, whose ports make
+// ports port matches, into the sets its kernel rules match: one set per
+// peer, shared by every rule of the node that names the same selection,
+// when peers x ports is at most maxSplitRules; else one set of their union,
+// for that rule alone. A union copies its members: a rule naming a
+// selection of 9,000 pods and a small one, written in each of 100
+// namespaces, made 100 sets of ~9,000 addresses (368,000 elements on a
+// node of the 10k cluster, where the shared sets hold a twentieth of
+// that). Bounding the product keeps a tenant's kernel rules per term where
+// the union kept them (a 10,000-term policy of 8 peers x 8 ports would
+// otherwise be 80,000 rules).
+func splitPeers(addrs []engine.PeerSet, ports int) [][]engine.PeerSet {
 	addrs = uniquePeers(addrs)
-	if len(addrs) == 0 || len(addrs) > maxSplitPeers || addrs[0].Key == "" {
+	if len(addrs) == 0 || len(addrs)*ports > maxSplitRules || addrs[0].Key == "" {
 		return [][]engine.PeerSet{addrs}
 	}
 	out := make([][]engine.PeerSet, len(addrs))
@@ -368,9 +371,9 @@ func splitPeers(addrs []engine.PeerSet) [][]engine.PeerSet {
 	return out
 }
 
-// maxSplitPeers is the most pod and node peers of one rule that get a
-// kernel rule each (see splitPeers).
-const maxSplitPeers = 8
+// maxSplitRules is the most peers x port matches of one rule for which
+// each peer gets kernel rules of its own (see splitPeers).
+const maxSplitRules = 8
 
 // action is the kernel's action of a rule of tier whose outcome is o. Next
 // (a Pass) leaves the admin tier for the NetworkPolicy tier, or ends the

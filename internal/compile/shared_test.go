@@ -62,3 +62,33 @@ func TestPeerSetsShared(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerSetsSplitBounded: a rule splits into a kernel rule per peer set
+// only while peers x ports stays small; three peers on three ports keep
+// one rule over the union of their addresses, as a tenant's large rule
+// must (TestAdversarialPeersPortsLinear).
+func TestPeerSetsSplitBounded(t *testing.T) {
+	ir := compileNode(t, `
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: server, namespace: a, labels: {app: server}}
+spec: {nodeName: n1}
+status: {phase: Running, podIP: 198.18.0.10}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: p, namespace: a}
+spec:
+  podSelector: {matchLabels: {app: server}}
+  ingress:
+  - from: [{podSelector: {matchLabels: {app: x}}}, {podSelector: {matchLabels: {app: w}}}, {podSelector: {matchLabels: {app: z}}}]
+    ports: [{port: 80}, {port: 443}, {port: 8080}]
+`)
+	if len(ir.Tables) != 1 || len(ir.Tables[0].Rules) != 1 || len(ir.Sets) != 1 {
+		t.Fatalf("%d tables, %d rules, %d sets; want one rule over one set", len(ir.Tables), len(ir.Tables[0].Rules), len(ir.Sets))
+	}
+}

@@ -3,7 +3,9 @@ package dataplane
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"syscall"
 	"time"
 
@@ -162,30 +164,10 @@ func (w Elements) Write(elems []Element, unused Unused) error {
 // an element to read them from text (476 MB for 130k).
 const FillBatch = 20000
 
-// Fill writes the elements of one set, all adds, in batches of at most
-// FillBatch. With replace the set is emptied first, in the same batch as
-// all its elements, so that no packet sees it part-filled: that one batch
-// is as large as the set. Without, the set must be one that no rule refers
-// to yet (it is filled before the rules that match it are written), and
-// only each batch is atomic.
-func (w Elements) Fill(set string, elems []Element, replace bool) error {
-	if w.RefreshByDelete {
-		return fmt.Errorf("set %s: Fill does not refresh timeouts", set)
-	}
-	if replace {
-		var a attrs
-		a.str(nftaSetElemListTable, w.Table)
-		a.str(nftaSetElemListSet, set)
-		// A DELSETELEM without an element list empties the set.
-		msgs := []message{{nftMsgDelSetElem, a}}
-		if len(elems) > 0 {
-			var err error
-			if msgs, err = w.elementMessages(msgs, elems); err != nil {
-				return err
-			}
-		}
-		return w.send(msgs)
-	}
+// Fill adds the elements of one set that no rule refers to yet (it is
+// filled before the rules that match it are written), in batches of at
+// most FillBatch: only each batch is atomic.
+func (w Elements) Fill(set string, elems []Element) error {
 	for i := 0; i < len(elems); i += FillBatch {
 		msgs, err := w.elementMessages(nil, elems[i:min(i+FillBatch, len(elems))])
 		if err == nil {
@@ -196,6 +178,30 @@ func (w Elements) Fill(set string, elems []Element, replace bool) error {
 		}
 	}
 	return nil
+}
+
+// Replace empties each set of sets and adds its elements, all in one batch,
+// so that no packet sees a set part-filled or one set changed and another
+// not yet: the batch is as large as all the sets.
+func (w Elements) Replace(sets map[string][]Element) error {
+	if len(sets) == 0 {
+		return nil
+	}
+	var msgs []message
+	for _, set := range slices.Sorted(maps.Keys(sets)) {
+		var a attrs
+		a.str(nftaSetElemListTable, w.Table)
+		a.str(nftaSetElemListSet, set)
+		// A DELSETELEM without an element list empties the set.
+		msgs = append(msgs, message{nftMsgDelSetElem, a})
+		if elems := sets[set]; len(elems) > 0 {
+			var err error
+			if msgs, err = w.elementMessages(msgs, elems); err != nil {
+				return err
+			}
+		}
+	}
+	return w.send(msgs)
 }
 
 // send frames msgs as one batch, one kernel transaction, and sends it.

@@ -385,8 +385,8 @@ func expiresIn(t *testing.T, set, addr string) time.Duration {
 }
 
 // TestLabFill fills a set in more than one batch, then replaces what it
-// holds in one: the kernel holds every element of the fill, then only those
-// of the replacement.
+// holds (Replace, one batch for all the sets it is given): the kernel holds
+// every element of the fill, then only those of the replacement.
 func TestLabFill(t *testing.T) {
 	inNewNetns(t, func(nf knftables.Interface) {
 		ctx := context.Background()
@@ -407,7 +407,7 @@ func TestLabFill(t *testing.T) {
 			elems = append(elems, dataplane.Element{Set: "a4", Interval: true,
 				Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{198, byte(18 + v>>16), byte(v >> 8), byte(v)}), 32)})
 		}
-		if err := w.Fill("a4", elems, false); err != nil {
+		if err := w.Fill("a4", elems); err != nil {
 			t.Fatal(err)
 		}
 		got, err := nf.ListElements(ctx, "set", "a4")
@@ -417,7 +417,7 @@ func TestLabFill(t *testing.T) {
 		if len(got) != n+1 {
 			t.Errorf("after the fill a4 holds %d elements, want %d (the fill and 198.19.9.9)", len(got), n+1)
 		}
-		if err := w.Fill("a4", []dataplane.Element{{Set: "a4", Interval: true, Prefix: pfx("198.18.200.0/24")}}, true); err != nil {
+		if err := w.Replace(map[string][]dataplane.Element{"a4": {{Set: "a4", Interval: true, Prefix: pfx("198.18.200.0/24")}}}); err != nil {
 			t.Fatal(err)
 		}
 		if got, err = nf.ListElements(ctx, "set", "a4"); err != nil || len(got) != 1 || got[0].Key[0] != "198.18.200.0/24" {

@@ -122,9 +122,6 @@ type builder struct {
 	// services and slices wait for every pod (resolveServices).
 	services []pendingService
 	slices   []pendingSlice
-	// podLabels are the label sets of the pods so far, one value for each
-	// distinct set (see internLabels).
-	podLabels map[string]labels.Set
 }
 
 // internLabels returns the label set of a pod with labels l: the one
@@ -139,23 +136,26 @@ func (b *builder) internLabels(l map[string]string) labels.Set {
 	slices.Sort(keys)
 	var key strings.Builder
 	for _, k := range keys {
-		// A label key has no "=", a value no NUL: the text names the set.
+		// Lengths first: a workload's template labels are not checked, so
+		// {"a": "b=c"} and {"a=b": "c"} must not read alike.
+		key.WriteString(strconv.Itoa(len(k)))
+		key.WriteByte(':')
 		key.WriteString(k)
-		key.WriteByte('=')
+		key.WriteString(strconv.Itoa(len(l[k])))
+		key.WriteByte(':')
 		key.WriteString(l[k])
-		key.WriteByte(0)
 	}
-	if set, ok := b.podLabels[key.String()]; ok {
+	if set, ok := b.c.labelSets[key.String()]; ok {
 		return set
 	}
 	set := make(labels.Set, len(l))
 	for k, v := range l {
 		set[k] = v
 	}
-	if b.podLabels == nil {
-		b.podLabels = map[string]labels.Set{}
+	if b.c.labelSets == nil {
+		b.c.labelSets = map[string]labels.Set{}
 	}
-	b.podLabels[key.String()] = set
+	b.c.labelSets[key.String()] = set
 	return set
 }
 

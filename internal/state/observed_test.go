@@ -87,3 +87,29 @@ metadata: {name: c, namespace: x, labels: {app: web, tier: back}}
 		t.Errorf("x/a and z/b share labels: %v (want true); x/a and x/c: %v (want false)", ptr("x/a") == ptr("z/b"), ptr("x/a") == ptr("x/c"))
 	}
 }
+
+// TestPodsShareOnlyEqualLabels: template labels are not checked, so a key
+// with "=" in it and a value with one must not be taken for each other.
+func TestPodsShareOnlyEqualLabels(t *testing.T) {
+	dec := &source.Decoder{}
+	c, diags := state.Build(dec.Decode("d.yaml", []byte(`
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: one, namespace: x}
+spec: {replicas: 1, selector: {matchLabels: {a: "b=c"}}, template: {metadata: {labels: {a: "b=c"}}, spec: {containers: [{name: c, image: x}]}}}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: two, namespace: x}
+spec: {replicas: 1, selector: {matchLabels: {"a=b": c}}, template: {metadata: {labels: {"a=b": c}}, spec: {containers: [{name: c, image: x}]}}}
+`)), state.Options{})
+	if len(c.Pods) != 2 {
+		t.Fatalf("%d pods (%v), want 2", len(c.Pods), diags)
+	}
+	for _, p := range c.Pods {
+		want := map[bool]string{true: "b=c", false: ""}[p.Owner == "ReplicaSet one"]
+		if got := p.Labels["a"]; got != want {
+			t.Errorf("%s (%s) has a=%q, want %q: labels %v", p.Key(), p.Owner, got, want, p.Labels)
+		}
+	}
+}

@@ -152,6 +152,10 @@ type Cluster struct {
 	// cluster IP.
 	services     map[string]*Service
 	servicesByIP map[netip.Addr]*Service
+	// labelSets are the pods' label sets by their text, one value for each
+	// distinct set (builder.internLabels); the snapshots a Builder makes
+	// from this one share it, so that pods added later share sets too.
+	labelSets map[string]labels.Set
 }
 
 // span is the IDs [first, end) of a namespace's pods.

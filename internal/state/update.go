@@ -217,7 +217,7 @@ func (b *Builder) added(e *podEdits, o source.Object) bool {
 		b.last.namespaces[defaultNS(pod.Namespace)] == nil || finished(&pod.Status) {
 		return false
 	}
-	scratch := &builder{opts: b.Options, c: &Cluster{namespaces: b.last.namespaces}, seen: map[declared]diag.Origin{}}
+	scratch := &builder{opts: b.Options, c: &Cluster{namespaces: b.last.namespaces, labelSets: b.last.labelSets}, seen: map[declared]diag.Origin{}}
 	scratch.addPod(o, pod.Labels, pod.Namespace, pod.Name, &pod.Spec, &pod.Status, podOwner(pod))
 	if len(scratch.diags) > 0 || len(scratch.c.Pods) != 1 {
 		return false
@@ -292,7 +292,7 @@ func (b *Builder) replacement(o source.Object, old any) (*Pod, bool) {
 	}
 	// addPod on a scratch builder that sees the last snapshot's namespaces:
 	// the pod's namespace exists, so nothing is added to them.
-	scratch := &builder{opts: b.Options, c: &Cluster{namespaces: b.last.namespaces}, seen: map[declared]diag.Origin{}}
+	scratch := &builder{opts: b.Options, c: &Cluster{namespaces: b.last.namespaces, labelSets: b.last.labelSets}, seen: map[declared]diag.Origin{}}
 	scratch.addPod(o, now.Labels, now.Namespace, now.Name, &now.Spec, &now.Status, podOwner(now))
 	if len(scratch.diags) > 0 || len(scratch.c.Pods) != 1 {
 		return nil, false

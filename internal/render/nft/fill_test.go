@@ -2,12 +2,15 @@ package nft_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/knftables"
 
+	"github.com/netpol/netpol/internal/compile"
 	"github.com/netpol/netpol/internal/dataplane"
 	"github.com/netpol/netpol/internal/render/nft"
 )
@@ -77,4 +80,94 @@ func TestLabFullSyncFillsSetsOverNetlink(t *testing.T) {
 			compareWithScratch(t, step.name, ir)
 		}
 	})
+}
+
+// TestLabFullSyncRecordTurnedOn: after a restart that turns --record on,
+// the tables' chains the kernel has (same names: the name does not say
+// where a drop goes) are rewritten by the transaction that writes
+// record-deny and switches the maps, not before it: rewritten before, their
+// drops would go to a record-deny still empty, and a goto to an empty
+// chain accepts.
+func TestLabFullSyncRecordTurnedOn(t *testing.T) {
+	inNewNetns(t, func(nf knftables.Interface) {
+		ctx := context.Background()
+		plain := compileYAML(t, cluster)
+		recorded := compileYAML(t, cluster)
+		recorded.Record = true
+		for i, ir := range []*compile.IR{plain, recorded} {
+			rec := &recordingNft{Interface: nf}
+			r := nft.New(rec)
+			r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
+			r.ListObjectsWith(dataplane.Objects{Family: unix.NFPROTO_INET, Table: nft.TableName})
+			if _, err := r.Sync(ctx, ir); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				continue
+			}
+			last := rec.texts[len(rec.texts)-1]
+			for _, text := range rec.texts[:len(rec.texts)-1] {
+				for _, tb := range ir.Tables {
+					if strings.Contains(text, "add rule inet netpol "+tb.Name+" ") {
+						t.Errorf("table %s rewritten before the switch:\n%s", tb.Name, text)
+					}
+				}
+			}
+			if !strings.Contains(last, "add rule inet netpol "+ir.Tables[0].Name+" ") || !strings.Contains(last, "add rule inet netpol record-deny") {
+				t.Errorf("the final transaction does not write table %s and record-deny:\n%s", ir.Tables[0].Name, last)
+			}
+			compareWithScratch(t, "record turned on", ir)
+		}
+	})
+}
+
+// replaceSink is an element writer that fills and replaces nothing, and
+// keeps what it was asked.
+type replaceSink struct {
+	elementSink
+	filled   []string
+	replaced [][]string
+}
+
+func (s *replaceSink) Fill(set string, _ []dataplane.Element) error {
+	s.filled = append(s.filled, set)
+	return nil
+}
+
+func (s *replaceSink) Replace(sets map[string][]dataplane.Element) error {
+	s.replaced = append(s.replaced, slices.Sorted(maps.Keys(sets)))
+	return nil
+}
+
+// kernelHas lists the names of a kernel that holds the given sets.
+type kernelHas struct{ sets []string }
+
+func (k kernelHas) List(context.Context) ([]string, []string, []string, error) {
+	return nil, k.sets, nil, nil
+}
+
+// TestFullSyncReplacesLiveSetsTogether: the selection sets the kernel has
+// already (a restart) are refilled in one batch, all of them: one at a
+// time, a pod moving from one denied selection to another would be in
+// neither for a moment. Those it lacks are filled on their own.
+func TestFullSyncReplacesLiveSetsTogether(t *testing.T) {
+	ir := compileYAML(t, cluster)
+	var live []string
+	for _, s := range ir.Sets {
+		live = append(live, s.Name+"-4", s.Name+"-6")
+	}
+	slices.Sort(live)
+	sink := &replaceSink{}
+	r := nft.New(knftables.NewFake(knftables.InetFamily, nft.TableName))
+	r.WriteElementsWith(sink)
+	r.ListObjectsWith(kernelHas{sets: live[1:]}) // all but one
+	if _, err := r.Sync(context.Background(), ir); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.replaced) != 1 || !slices.Equal(sink.replaced[0], live[1:]) {
+		t.Errorf("replaced %v, want one batch of %v", sink.replaced, live[1:])
+	}
+	if !slices.Contains(sink.filled, live[0]) || slices.ContainsFunc(sink.filled, func(s string) bool { return slices.Contains(live[1:], s) }) {
+		t.Errorf("filled %v, want %s and none the kernel has", sink.filled, live[0])
+	}
 }

@@ -104,7 +104,8 @@ type ElementWriter interface {
 // load the selections' sets of a full sync itself, before the nft
 // transaction, which then carries no set element (see prefill).
 type SetFiller interface {
-	Fill(set string, elems []dataplane.Element, replace bool) error
+	Fill(set string, elems []dataplane.Element) error
+	Replace(sets map[string][]dataplane.Element) error
 }
 
 // WriteElementsWith has the renderer send element changes (a pod starting,
@@ -265,11 +266,12 @@ type prefill struct {
 // Sets: nft needs ~3.6 KB an element to read a set from text (476 MB for
 // the 130k elements of a node of the 30k cluster), the element writer a few
 // dozen bytes, in batches of dataplane.FillBatch. A set the kernel lacks is
-// declared first and filled while no rule refers to it; one it has (a
-// restart, a resync) is emptied and refilled in one batch. Either way its
-// content is the selection's as of this pass before the rules that match it
-// change: the old rules meet the pods as they are now for as long as the
-// transaction takes, as they do between two passes.
+// declared first and filled while no rule refers to it; the sets it has (a
+// restart, a resync) are emptied and refilled all in one batch, so that
+// the rules that match them see every selection as of this pass at once.
+// The old rules then meet the pods as they are now until the final
+// transaction: the one moment a full sync is not one kernel transaction,
+// and it errs no more open than the old rules with the pods of now.
 //
 // Chains: nft needs ~6.7 KB a rule (787 MB for the 117,826 rules of a node
 // of the 150k cluster, whose 1,500 admin policies put hundreds of rules in
@@ -297,6 +299,7 @@ func (r *Renderer) fill(ctx context.Context, p *plan) error {
 		return fmt.Errorf("declaring sets, maps and chains: %w", err)
 	}
 	filler := r.elements.(SetFiller)
+	var replaced map[string][]dataplane.Element // the sets the kernel has
 	for _, name := range sortedKeys(pf.sets) {
 		c := want.sets[name]
 		ops := make([]elementOp, 0, len(c.elements))
@@ -307,10 +310,22 @@ func (r *Renderer) fill(ctx context.Context, p *plan) error {
 		if !ok {
 			return fmt.Errorf("set %s: an element the element writer cannot encode", name)
 		}
-		if err := filler.Fill(name, els, pf.sets[name]); err != nil {
+		p.st.Elements += len(els)
+		if pf.sets[name] {
+			if replaced == nil {
+				replaced = map[string][]dataplane.Element{}
+			}
+			replaced[name] = els
+			continue
+		}
+		if err := filler.Fill(name, els); err != nil {
 			return fmt.Errorf("filling set %s over netlink: %w", name, err)
 		}
-		p.st.Elements += len(els)
+	}
+	// Live sets change together: one at a time, a pod moving from one
+	// denied selection to another would be in neither for a moment.
+	if err := filler.Replace(replaced); err != nil {
+		return fmt.Errorf("refilling the sets the kernel has over netlink: %w", err)
 	}
 	p.st.Netlink = true
 	for i := 0; i < len(pf.chains); {
@@ -437,8 +452,20 @@ func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transac
 			}
 		}
 		filled = pf.sets
+		// A table chain's name stands for its rules but for one thing:
+		// whether a drop goes to the record (--record). When that changed
+		// since the kernel's table was written, a chain of the same name
+		// the kernel has holds other drops, so it is rewritten with the
+		// switch, not before it.
+		recordChanged := slices.Contains(have["chain"], chainRecordDeny) != want.record
+		haveChain := map[string]bool{}
+		for _, name := range have["chain"] {
+			haveChain[name] = true
+		}
 		for name := range want.tableChains {
-			pf.chains = append(pf.chains, name)
+			if !recordChanged || !haveChain[name] {
+				pf.chains = append(pf.chains, name)
+			}
 		}
 		slices.Sort(pf.chains)
 	}
@@ -446,7 +473,7 @@ func (r *Renderer) reconcile(ctx context.Context, tx, deletes *knftables.Transac
 	// (but the table chains that fill has written).
 	tx.Add(&knftables.Table{})
 	for _, name := range have["chain"] {
-		if pf == nil || !want.tableChains[name] {
+		if pf == nil || !slices.Contains(pf.chains, name) {
 			tx.Flush(&knftables.Chain{Name: name})
 		}
 	}
@@ -574,7 +601,7 @@ func writeContent(tx *knftables.Transaction, want *ruleset, pf *prefill, st *Sta
 		addContainer(tx, name, want.maps[name], true)
 	}
 	for _, name := range sortedKeys(want.chains) {
-		if pf == nil || !want.tableChains[name] {
+		if pf == nil || !slices.Contains(pf.chains, name) {
 			writeChain(tx, name, want.chains[name], st)
 		}
 	}
