@@ -52,10 +52,11 @@ func TestMain(m *testing.M) {
 // cgroup's peak (memory.max_usage_in_bytes: the agent, every child it ran,
 // and the kernel memory they were charged), MB-kernel the kernel's part of
 // it (memory.kmem.max_usage_in_bytes: nftables objects, netlink buffers),
-// MB-agent the agent's own peak RSS, s-programmed the wall time to
-// programmed. The cgroup's limit
-// is NETPOL_BENCH_AGENT_LIMIT (bytes; none by default): under it, a run
-// that would need more is OOM-killed and the benchmark fails. GOMEMLIMIT
+// MB-agent the largest peak RSS of the agent and the children it waited
+// for (wait4's, with pages of the binary the cgroup does not charge),
+// s-programmed the wall time to programmed. The cgroup's limit is
+// NETPOL_BENCH_AGENT_LIMIT (bytes; none by default): under it, a run that
+// would need more is OOM-killed and the benchmark fails. GOMEMLIMIT
 // is the DaemonSet's. The YAML is written first (not timed, and its page
 // cache is the benchmark's, not the agent's).
 //

@@ -8,7 +8,8 @@ import (
 
 // A tenant may write NetworkPolicies in its namespace, and the cost of one
 // on a node grows with its size: sets and rules in linear measure (the
-// peers of a rule share one set, an ipBlock's exceptions are ranges), but
+// peers of a rule share one set, or a few rules over their own sets while
+// peers x ports is small; an ipBlock's exceptions are ranges), but
 // a policy the API server stores can still hold tens of thousands of
 // peers, exceptions or ports, on every node where it selects a pod. Past
 // a limit, compile refuses the policy rather than have the node stall
