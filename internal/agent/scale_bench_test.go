@@ -172,7 +172,7 @@ func TestLabAgentFitsItsLimit(t *testing.T) {
 	netnstest.Run(t, func() {
 		kubeconfig := relayKubeconfig(t, c, dir)
 		p := runAgentPeak(t, []string{"--kubeconfig", kubeconfig, "--report-status=false"}, filepath.Join(dir, "status.json"), false, limit)
-		t.Logf("programmed %d pods' tables in %s; peak %d MiB of %s (kernel %d MiB)", p.status.Pods, p.took.Round(time.Millisecond),
+		t.Logf("programmed %d pods' tables in %s; peak %d MiB of the %s-byte limit (kernel %d MiB)", p.status.Pods, p.took.Round(time.Millisecond),
 			p.cgroup>>20, limit, p.kernel>>20)
 		if p.status.Pods != 100 {
 			t.Errorf("%d local pods programmed, want node-001's 100", p.status.Pods)
@@ -240,6 +240,9 @@ const memoryCgroup = "/sys/fs/cgroup/memory"
 // in the calling thread's (which netnstest.Run has moved to one).
 func runAgentPeak(b testing.TB, args []string, statusFile string, newNet bool, limit string) peak {
 	b.Helper()
+	if _, err := os.Stat(filepath.Join(memoryCgroup, "memory.max_usage_in_bytes")); err != nil {
+		b.Fatalf("no cgroup v1 memory hierarchy at %s (this measures with its peak and kmem counters; cgroup v2 is not supported yet): %v", memoryCgroup, err)
+	}
 	group := filepath.Join(memoryCgroup, fmt.Sprintf("netpol-bench-%d-%d", os.Getpid(), time.Now().UnixNano()))
 	if err := os.Mkdir(group, 0o755); err != nil {
 		b.Fatalf("a memory cgroup: %v", err)
