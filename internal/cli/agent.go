@@ -118,8 +118,10 @@ func newAgent() *cobra.Command {
 		Long: `agent programs the kernel of one node: it reads the manifests under --source,
 or watches a Kubernetes API server (--kubeconfig, --context, or --in-cluster
 when it runs as a DaemonSet pod), compiles what the node's pods must enforce
-(see netpol compile) and loads it into the nftables table "inet netpol" in
-one transaction. Then it watches the source: on every change it sends only
+(see netpol compile) and loads it into the nftables table "inet netpol":
+the address sets (over netlink) and the pods' chains first, where no packet
+meets them yet, then one transaction that points the pods at them. Then it
+watches the source: on every change it sends only
 the difference (a pod joining a selector is one set element, sent straight
 over netlink; a changed policy adds only its new chains, through nft, and the
 netlink batch that points its pods at them deletes the old ones), and it
@@ -141,8 +143,9 @@ netpol.io/NotProgrammed.<node> condition, and an invalid policy gets a
 Warning Event (reason InvalidPolicy).
 
 On start it takes over whatever "inet netpol" holds (after a restart or a
-crash) in the same single transaction: there is no moment without rules and
-no stale rule is left. While the API server is unreachable the rules last
+crash) the same way: the sets the table has are refilled together in one
+netlink batch, then the switching transaction replaces the rest; there is no
+moment without rules and no stale rule is left. While the API server is unreachable the rules last
 programmed stay, and the watch catches up within seconds when it is back.
 The admin policy kinds are CRDs: one whose CRD is not installed has no
 policies, and is looked for again every minute (a kind is taken as not
