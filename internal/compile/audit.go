@@ -148,7 +148,7 @@ func AddStaged(ir *IR, e *engine.Engine) {
 	}
 	names := newNamer()
 	for _, s := range ir.Sets {
-		names.keep("a-", s.Key, s.Name)
+		names.keep(addrSetPrefix(s.Hosts), s.Key, s.Name)
 	}
 	for _, s := range ir.EndpointSets {
 		names.keep("e-", s.Key, s.Name)

@@ -436,7 +436,8 @@ func peerPods(peers []engine.PeerSet) iter.Seq[*state.Pod] {
 func (c *nodeCompile) addrSet(peers []engine.PeerSet) string {
 	peers = uniquePeers(peers)
 	key := peersKey(peers)
-	name := c.names.name("a-", key)
+	hosts := !slices.ContainsFunc(peers, func(p engine.PeerSet) bool { return p.Kind == policy.PeerIPBlock })
+	name := c.names.name(addrSetPrefix(hosts), key)
 	if _, ok := c.sets[name]; ok {
 		return name
 	}
@@ -449,7 +450,7 @@ func (c *nodeCompile) addrSet(peers []engine.PeerSet) string {
 			return name
 		}
 	}
-	s := &AddrSet{Name: name, Key: key, Static: !slices.ContainsFunc(peers, func(p engine.PeerSet) bool { return p.Kind != policy.PeerIPBlock })}
+	s := &AddrSet{Name: name, Key: key, Hosts: hosts, Static: !slices.ContainsFunc(peers, func(p engine.PeerSet) bool { return p.Kind != policy.PeerIPBlock })}
 	for _, peer := range peers {
 		switch peer.Kind {
 		case policy.PeerPods:

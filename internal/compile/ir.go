@@ -173,6 +173,28 @@ type AddrSet struct {
 	// neighbouring prefixes as one range (the difference of a block and n
 	// exceptions is n+1 ranges, but up to 128 prefixes an exception).
 	Static bool `json:"static,omitempty"`
+	// Hosts: the set holds pods and nodes alone, so every member is one
+	// address and a renderer may keep it as a plain set, without ranges
+	// (a kernel keeps each address of a range set as a range: 2.5 times
+	// the memory). A set's name says which it is: Hosts sets start with
+	// HostSetPrefix, the others with BlockSetPrefix, so a renderer that
+	// finds a set of that name already declared finds it of the same kind.
+	Hosts bool `json:"hosts,omitempty"`
+}
+
+// HostSetPrefix and BlockSetPrefix start the names of the AddrSets with
+// (AddrSet.Hosts) and without single addresses only.
+const (
+	HostSetPrefix  = "h-"
+	BlockSetPrefix = "a-"
+)
+
+// addrSetPrefix is the prefix of the name of an AddrSet.
+func addrSetPrefix(hosts bool) string {
+	if hosts {
+		return HostSetPrefix
+	}
+	return BlockSetPrefix
 }
 
 // DomainSetPrefix starts the name of every DomainSet, and no other set's:

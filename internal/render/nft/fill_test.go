@@ -3,6 +3,7 @@ package nft_test
 import (
 	"context"
 	"maps"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -170,4 +171,43 @@ func TestFullSyncReplacesLiveSetsTogether(t *testing.T) {
 	if !slices.Contains(sink.filled, live[0]) || slices.ContainsFunc(sink.filled, func(s string) bool { return slices.Contains(live[1:], s) }) {
 		t.Errorf("filled %v, want %s and none the kernel has", sink.filled, live[0])
 	}
+}
+
+// TestLabHostSetsArePlain: a selection of pods and nodes holds single
+// addresses, and the kernel keeps it as a plain hash set: an interval set
+// stores each address as a range in a tree, 185 bytes an element against
+// 72 (100,000 addresses in a memory cgroup's kmem), and a node of a
+// 150k-pod cluster holds 741,308 such elements. A set with an ipBlock
+// keeps its ranges.
+func TestLabHostSetsArePlain(t *testing.T) {
+	inNewNetns(t, func(nf knftables.Interface) {
+		ctx := context.Background()
+		r := nft.New(nf)
+		r.WriteElementsWith(dataplane.Elements{Family: unix.NFPROTO_INET, Table: nft.TableName})
+		r.ListObjectsWith(dataplane.Objects{Family: unix.NFPROTO_INET, Table: nft.TableName})
+		ir := compileYAML(t, cluster)
+		if _, err := r.Sync(ctx, ir); err != nil {
+			t.Fatal(err)
+		}
+		var hosts, blocks int
+		for _, s := range ir.Sets {
+			text, err := exec.Command("nft", "list", "set", "inet", nft.TableName, s.Name+"-4").CombinedOutput()
+			if err != nil {
+				t.Fatalf("nft list set %s-4: %v\n%s", s.Name, err, text)
+			}
+			interval := strings.Contains(string(text), "flags interval")
+			withBlock := strings.Contains(s.Key, "cidr ")
+			if withBlock {
+				blocks++
+			} else {
+				hosts++
+			}
+			if interval != withBlock {
+				t.Errorf("set %s (%s): interval %v, want %v:\n%s", s.Name, s.Key, interval, withBlock, text)
+			}
+		}
+		if hosts == 0 || blocks == 0 {
+			t.Fatalf("the cluster has %d sets of hosts and %d with blocks; want both", hosts, blocks)
+		}
+	})
 }

@@ -158,8 +158,8 @@ func (b *builder) build(ir *compile.IR) *ruleset {
 			sets[s.Name] = old
 			continue
 		}
-		v4 := &container{typ: "ipv4_addr", interval: true, elements: map[string]string{}, comment: s.Key, selection: true}
-		v6 := &container{typ: "ipv6_addr", interval: true, elements: map[string]string{}, comment: s.Key, selection: true}
+		v4 := &container{typ: "ipv4_addr", interval: !s.Hosts, elements: map[string]string{}, comment: s.Key, selection: true}
+		v6 := &container{typ: "ipv6_addr", interval: !s.Hosts, elements: map[string]string{}, comment: s.Key, selection: true}
 		for _, key := range addrElements(s) {
 			c := v4
 			if strings.Contains(key, ":") {
