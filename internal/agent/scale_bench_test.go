@@ -13,6 +13,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -144,7 +145,7 @@ func BenchmarkAgentPeakKube(b *testing.B) {
 			dir := b.TempDir()
 			var last peak
 			netnstest.Run(b, func() {
-				kubeconfig := relayKubeconfig(b, c, dir)
+				kubeconfig := relayKubeconfig(b, c, dir, nil)
 				for b.Loop() {
 					last = runAgentPeak(b, []string{"--kubeconfig", kubeconfig, "--report-status=false"}, filepath.Join(dir, "status.json"), false,
 						os.Getenv("NETPOL_BENCH_AGENT_LIMIT"))
@@ -195,7 +196,7 @@ func TestLabAgentFitsItsLimit(t *testing.T) {
 	c := loadCluster(t, synth.Scale15k)
 	dir := t.TempDir()
 	netnstest.Run(t, func() {
-		kubeconfig := relayKubeconfig(t, c, dir)
+		kubeconfig := relayKubeconfig(t, c, dir, nil)
 		p := runAgentPeak(t, []string{"--kubeconfig", kubeconfig, "--report-status=false"}, filepath.Join(dir, "status.json"), false, limit)
 		t.Logf("programmed %d pods' tables in %s; peak %d MiB of the %s-byte limit (kernel %d MiB)", p.status.Pods, p.took.Round(time.Millisecond),
 			p.cgroup>>20, limit, p.kernel>>20)
@@ -208,8 +209,8 @@ func TestLabAgentFitsItsLimit(t *testing.T) {
 // relayKubeconfig brings up the loopback of the calling thread's network
 // namespace, listens on it, relays every connection to c's API server
 // from the benchmark's own namespace, and returns a kubeconfig for the
-// relay.
-func relayKubeconfig(b testing.TB, c *kubetest.Cluster, dir string) string {
+// relay. received (if not nil) counts the bytes the API server sent.
+func relayKubeconfig(b testing.TB, c *kubetest.Cluster, dir string, received *atomic.Int64) string {
 	b.Helper()
 	lo, err := netlink.LinkByName("lo")
 	if err == nil {
@@ -236,7 +237,7 @@ func relayKubeconfig(b testing.TB, c *kubetest.Cluster, dir string) string {
 				continue
 			}
 			go func() { io.Copy(out, in); out.Close() }()
-			go func() { io.Copy(in, out); in.Close() }()
+			go func() { io.Copy(countingWriter{in, received}, out); in.Close() }()
 		}
 	}()
 	data, err := os.ReadFile(c.Kubeconfig)
@@ -248,6 +249,20 @@ func relayKubeconfig(b testing.TB, c *kubetest.Cluster, dir string) string {
 		b.Fatal(err)
 	}
 	return path
+}
+
+// countingWriter adds what it writes to n (when not nil).
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if c.n != nil {
+		c.n.Add(int64(n))
+	}
+	return n, err
 }
 
 type peak struct {

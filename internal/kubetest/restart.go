@@ -25,3 +25,13 @@ func (c *Cluster) StartAPIServer(t testing.TB) {
 	}
 	c.apiserver = c.restart(t)
 }
+
+// APIServerPID is the process ID of the running API server, for tests that
+// measure what it spends (its CPU time and memory in /proc); 0 while it is
+// stopped.
+func (c *Cluster) APIServerPID() int {
+	if c.apiserver == nil {
+		return 0
+	}
+	return c.apiserver.cmd.Process.Pid
+}

@@ -5,20 +5,23 @@
 // source/kube for the policies' identities and knows nothing of the layers
 // below the sources; the agent calls it through its Reporter interface.
 //
-// Every node runs an agent, so every condition has many writers. Each agent
-// applies its conditions with server-side apply under its own field manager
-// ("netpol-agent/<node>"): conditions that all agents agree on (Accepted,
-// Programmed) are co-owned and written identically, and the one condition
-// that belongs to a node, netpol.io/NotProgrammed.<node>, exists only while
-// that node fails and disappears when its agent stops applying it. The
-// status therefore grows with the number of failing nodes, not with the
-// size of the cluster.
+// Every node runs an agent, so every condition has many writers. The
+// conditions all agents agree on (Accepted, Programmed) are applied with
+// server-side apply under one shared field manager ("netpol-agent"), by
+// the first agent that finds them missing: a policy is written once per
+// change, not once per node, and its managedFields hold one entry for the
+// fleet. The one condition that belongs to a node,
+// netpol.io/NotProgrammed.<node>, is applied under that node's own field
+// manager ("netpol-agent/<node>") only while the node fails, and released
+// when it recovers. The status therefore grows with the number of failing
+// nodes, not with the size of the cluster.
 package status
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,16 +68,27 @@ type Writer struct {
 	Policies func() []kube.AdminPolicy
 	Now      func() time.Time // nil: time.Now
 
-	applied map[types.UID]string // what was last applied per policy
+	applied map[applyKey]string // what was last applied, per policy and field manager
 }
 
 // Report brings the conditions of every admin policy in line with one pass
 // of the agent: findings are the pass's findings (an error names the object
 // it makes invalid) and programErr why the node could not program the
-// input, or nil. Policies whose conditions are unchanged cost no request.
+// input, or nil.
+//
+// What every node asserts alike (Accepted, Programmed) is applied under
+// SharedFieldManager, and only when the policy does not say it already:
+// the first node to report writes it, the others find it written. Were
+// each node its own writer, each write would send the policy, with one
+// managedFields entry per node, to every node's watch: N² copies of an
+// object growing with N. The time of a transition is the minute it falls
+// in, so that nodes racing to report it apply the same object, which the
+// API server does not write again. A node's own condition (it failed) is
+// applied under its own field manager, and released when it recovers.
+// Policies whose conditions are unchanged cost no request.
 func (w *Writer) Report(ctx context.Context, findings diag.List, programErr error) error {
 	if w.applied == nil {
-		w.applied = map[types.UID]string{}
+		w.applied = map[applyKey]string{}
 	}
 	invalid := map[string][]string{}
 	for _, d := range findings.Errors() {
@@ -86,69 +100,122 @@ func (w *Writer) Report(ctx context.Context, findings diag.List, programErr erro
 	}
 	var failed []error
 	seen := map[types.UID]bool{}
+	own := FieldManager(w.Node)
 	for _, p := range w.Policies() {
 		seen[p.UID] = true
 		problems := invalid[p.Ref()]
-		conds := w.conditions(p, problems, programErr)
-		key := fingerprint(p.Generation, conds)
-		if w.applied[p.UID] == key {
-			continue
+		if programErr == nil {
+			conds := w.shared(p, problems)
+			if applied, err := w.ensure(ctx, p, SharedFieldManager, conds); err != nil {
+				failed = append(failed, err)
+			} else if applied && len(problems) > 0 && w.Recorder != nil && !alreadyRejected(p, conds[0].Message) {
+				w.Recorder.Event(reference(p), corev1.EventTypeWarning, EventInvalid, conds[0].Message)
+			}
 		}
-		if err := w.apply(ctx, p, conds); err != nil {
-			failed = append(failed, fmt.Errorf("status of %s: %w", p.Ref(), err))
-			continue
+		var mine []metav1.Condition
+		if programErr != nil {
+			mine = w.stamp(p, []metav1.Condition{{Type: NotProgrammedPrefix + w.Node, Status: metav1.ConditionTrue,
+				Reason: ReasonProgrammingFailed, Message: truncate(programErr.Error())}})
 		}
-		w.applied[p.UID] = key
-		if len(problems) > 0 && w.Recorder != nil && !alreadyRejected(p, conds[0].Message) {
-			w.Recorder.Event(reference(p), corev1.EventTypeWarning, EventInvalid, conds[0].Message)
+		if mine == nil && w.applied[applyKey{p.UID, own}] == "" && !hasCondition(p, NotProgrammedPrefix+w.Node) {
+			continue // nothing of this node's to write or to release
+		}
+		if _, err := w.ensure(ctx, p, own, mine); err != nil {
+			failed = append(failed, err)
 		}
 	}
-	for uid := range w.applied {
-		if !seen[uid] {
-			delete(w.applied, uid) // deleted policies
+	for key := range w.applied {
+		if !seen[key.uid] {
+			delete(w.applied, key) // deleted policies
 		}
 	}
 	return errors.Join(failed...)
 }
 
-// conditions returns what this node asserts about p, Accepted first.
-func (w *Writer) conditions(p kube.AdminPolicy, problems []string, programErr error) []metav1.Condition {
-	var out []metav1.Condition
+// SharedFieldManager is the server-side apply field manager of the
+// conditions all nodes' agents assert alike.
+const SharedFieldManager = "netpol-agent"
+
+// applyKey names what one field manager last applied to one policy.
+type applyKey struct {
+	uid     types.UID
+	manager string
+}
+
+// ensure applies conds to p's status under manager unless this writer
+// applied them last or p has them already (the same type, status, reason,
+// message and generation), and reports whether it applied.
+func (w *Writer) ensure(ctx context.Context, p kube.AdminPolicy, manager string, conds []metav1.Condition) (bool, error) {
+	key := applyKey{p.UID, manager}
+	fp := fingerprint(p.Generation, conds)
+	if w.applied[key] == fp || len(conds) > 0 && holds(p, conds) {
+		return false, nil
+	}
+	if err := w.apply(ctx, p, manager, conds); err != nil {
+		return false, fmt.Errorf("status of %s: %w", p.Ref(), err)
+	}
+	w.applied[key] = fp
+	if len(conds) == 0 {
+		delete(w.applied, key) // released: nothing of this manager's left
+	}
+	return true, nil
+}
+
+// shared returns what every node asserts about p, Accepted first.
+func (w *Writer) shared(p kube.AdminPolicy, problems []string) []metav1.Condition {
 	if len(problems) > 0 {
 		// An invalid admin policy is not left out, which would lift its
 		// denies: the agents enforce it failed closed.
 		msg := truncate("netpol enforces this policy failed closed, not as written (an invalid rule denies all traffic, an invalid Allow rule matches nothing): " +
 			strings.Join(problems, "; "))
-		out = append(out,
-			metav1.Condition{Type: Accepted, Status: metav1.ConditionFalse, Reason: ReasonInvalid, Message: msg},
-			metav1.Condition{Type: Programmed, Status: metav1.ConditionFalse, Reason: ReasonFailedClosed,
-				Message: "not programmed as written: the policy is invalid, and the nodes enforce its fail-closed form"})
-	} else {
-		out = append(out, metav1.Condition{Type: Accepted, Status: metav1.ConditionTrue, Reason: ReasonValid,
-			Message: "the policy is valid"})
-		if programErr == nil {
-			out = append(out, metav1.Condition{Type: Programmed, Status: metav1.ConditionTrue, Reason: ReasonProgrammed,
-				Message: "programmed by the netpol agents; a node that failed has a " + NotProgrammedPrefix + "<node> condition"})
-		} else {
-			out = append(out, metav1.Condition{Type: NotProgrammedPrefix + w.Node, Status: metav1.ConditionTrue,
-				Reason: ReasonProgrammingFailed, Message: truncate(programErr.Error())})
-		}
+		return w.stamp(p, []metav1.Condition{
+			{Type: Accepted, Status: metav1.ConditionFalse, Reason: ReasonInvalid, Message: msg},
+			{Type: Programmed, Status: metav1.ConditionFalse, Reason: ReasonFailedClosed,
+				Message: "not programmed as written: the policy is invalid, and the nodes enforce its fail-closed form"}})
 	}
-	now := metav1.NewTime(w.now())
-	for i := range out {
-		out[i].ObservedGeneration = p.Generation
-		out[i].LastTransitionTime = now
-		// A condition whose status holds keeps the time it took it.
+	return w.stamp(p, []metav1.Condition{
+		{Type: Accepted, Status: metav1.ConditionTrue, Reason: ReasonValid, Message: "the policy is valid"},
+		{Type: Programmed, Status: metav1.ConditionTrue, Reason: ReasonProgrammed,
+			Message: "programmed by the netpol agents; a node that failed has a " + NotProgrammedPrefix + "<node> condition"}})
+}
+
+// stamp sets the generation the conditions observe and the time of their
+// transition: the one p has for a condition whose status holds, else the
+// minute of now (the same on every node reporting in it).
+func (w *Writer) stamp(p kube.AdminPolicy, conds []metav1.Condition) []metav1.Condition {
+	now := metav1.NewTime(w.now().UTC().Truncate(time.Minute))
+	for i := range conds {
+		conds[i].ObservedGeneration = p.Generation
+		conds[i].LastTransitionTime = now
 		for _, have := range p.Conditions {
-			if have.Type == out[i].Type && have.Status == out[i].Status {
-				out[i].LastTransitionTime = have.LastTransitionTime
+			if have.Type == conds[i].Type && have.Status == conds[i].Status {
+				conds[i].LastTransitionTime = have.LastTransitionTime
 			}
 		}
 	}
-	return out
+	return conds
 }
 
-func (w *Writer) apply(ctx context.Context, p kube.AdminPolicy, conds []metav1.Condition) error {
+// holds reports whether p has each of conds already.
+func holds(p kube.AdminPolicy, conds []metav1.Condition) bool {
+	for _, c := range conds {
+		if !slices.ContainsFunc(p.Conditions, func(have metav1.Condition) bool {
+			return have.Type == c.Type && have.Status == c.Status && have.Reason == c.Reason && have.Message == c.Message &&
+				have.ObservedGeneration == c.ObservedGeneration
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasCondition(p kube.AdminPolicy, typ string) bool {
+	return slices.ContainsFunc(p.Conditions, func(c metav1.Condition) bool { return c.Type == typ })
+}
+
+// apply applies conds as the whole of manager's conditions on p: the
+// conditions manager applied before and no other manager holds go.
+func (w *Writer) apply(ctx context.Context, p kube.AdminPolicy, manager string, conds []metav1.Condition) error {
 	list := make([]any, 0, len(conds))
 	for i := range conds {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[i])
@@ -164,11 +231,12 @@ func (w *Writer) apply(ctx context.Context, p kube.AdminPolicy, conds []metav1.C
 		"status":     map[string]any{"conditions": list},
 	}}
 	_, err := w.Client.Resource(p.Resource).ApplyStatus(ctx, p.Name, u,
-		metav1.ApplyOptions{FieldManager: FieldManager(w.Node), Force: true})
+		metav1.ApplyOptions{FieldManager: manager, Force: true})
 	return err
 }
 
-// FieldManager is the server-side apply field manager of a node's agent.
+// FieldManager is the server-side apply field manager of a node's own
+// condition (netpol.io/NotProgrammed.<node>).
 func FieldManager(node string) string { return "netpol-agent/" + node }
 
 func (w *Writer) now() time.Time {

@@ -66,8 +66,9 @@ func recording(t *testing.T) (*dynamicfake.FakeDynamicClient, *[]applied, *int) 
 
 // TestWriterReportsConditions: an invalid policy is Accepted=False with a
 // Warning Event, a valid one Accepted and Programmed; the same outcome again
-// sends nothing; a node that cannot program adds its own condition; a failed
-// apply is retried on the next report.
+// sends nothing; a node that cannot program adds its own condition, and
+// releases it when it recovers; a failed apply is retried on the next
+// report.
 func TestWriterReportsConditions(t *testing.T) {
 	client, got, failures := recording(t)
 	rec := record.NewFakeRecorder(10)
@@ -108,9 +109,21 @@ func TestWriterReportsConditions(t *testing.T) {
 	if err := w.Report(ctx, findings, errors.New("nftables: operation not permitted")); err != nil {
 		t.Fatal(err)
 	}
-	want = append(want, applied{"good", []string{"Accepted=True/Valid", "netpol.io/NotProgrammed.node-1=True/ProgrammingFailed"}})
+	// The node's own condition, under its own manager; the shared ones
+	// are not the failing node's to touch. The apply for bad failed once
+	// and came again.
+	want = append(want, applied{"good", []string{"netpol.io/NotProgrammed.node-1=True/ProgrammingFailed"}},
+		applied{"bad", []string{"netpol.io/NotProgrammed.node-1=True/ProgrammingFailed"}})
 	if !same(*got, want) {
 		t.Errorf("after the node failed to program, and one apply failed: %v, want %v", *got, want)
+	}
+	// Recovered: the node releases its condition (applies none).
+	if err := w.Report(ctx, findings, nil); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, applied{"bad", nil}, applied{"good", nil})
+	if !same(*got, want) {
+		t.Errorf("after the node recovered: %v, want %v", *got, want)
 	}
 	if len(rec.Events) != 0 {
 		t.Errorf("%d more events, want none: the invalid policy was reported already", len(rec.Events))

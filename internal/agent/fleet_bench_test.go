@@ -1,0 +1,427 @@
+package agent_test
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/netpol/netpol/internal/kubetest"
+	"github.com/netpol/netpol/internal/netnstest"
+	"github.com/netpol/netpol/internal/synth"
+)
+
+// BenchmarkFleet runs a fleet of agents against one API server
+// (internal/kubetest) holding a scale cluster, each agent a process of its
+// own in a network namespace of its own acting as one node (node-001 to
+// node-0NN), run as the DaemonSet runs it (`netpol agent --kubeconfig`,
+// status reports on, its memory settings from deploy/README.md's sizing
+// rule for the cluster's pods). Each reaches the API server through a
+// relay on its namespace's loopback that counts the bytes the server sends
+// it. It measures, in turn:
+//
+//   - the start: each agent's time to its first programmed pass, the bytes
+//     of its first list, and what the API server spent (CPU, memory);
+//   - policy changes: the BaselineAdminNetworkPolicy, which selects every
+//     pod, alternates its metadata CIDR, so every node's tables change;
+//     per change, the time from the write to each agent's pass that
+//     programmed it (ms-change-p50/p99: over every agent and change;
+//     ms-fleet-p99: the last agent of a change), and the agents' own pass
+//     times (ms-pass-p99);
+//   - a burst of pod creations: 50 pods on each fleet node (copies of its
+//     pods, so they join the same selections), from the first create to the
+//     pass in which the last agent has all of its own; then every node's
+//     kernel is checked for its new pods.
+//
+// The agents share this machine's cores with the API server and etcd, so
+// the wall times are the fleet's on one machine; a node of a real fleet
+// runs one agent, and its latency is closer to the agents' own pass times.
+//
+//	NETPOL_BENCH_FLEET_SIZE=scale-10k NETPOL_BENCH_FLEET_AGENTS=20 \
+//	    go test ./internal/agent -run XXX -bench Fleet -benchtime 1x -timeout 90m
+//
+// The size defaults to scale-30k and the agents to 20.
+func BenchmarkFleet(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root: network namespaces")
+	}
+	size := synth.Scale30k
+	if name := os.Getenv("NETPOL_BENCH_FLEET_SIZE"); name != "" {
+		i := slices.IndexFunc([]synth.Size{synth.Scale10k, synth.Scale15k, synth.Scale30k}, func(s synth.Size) bool { return s.Name == name })
+		if i < 0 {
+			b.Fatalf("NETPOL_BENCH_FLEET_SIZE=%q: want scale-10k, scale-15k or scale-30k", name)
+		}
+		size = []synth.Size{synth.Scale10k, synth.Scale15k, synth.Scale30k}[i]
+	}
+	agents := 20
+	if n := os.Getenv("NETPOL_BENCH_FLEET_AGENTS"); n != "" {
+		var err error
+		if agents, err = strconv.Atoi(n); err != nil || agents < 1 || agents > size.Nodes {
+			b.Fatalf("NETPOL_BENCH_FLEET_AGENTS=%q: want 1 to %d", n, size.Nodes)
+		}
+	}
+	for b.Loop() {
+		runFleet(b, size, agents)
+	}
+}
+
+func runFleet(b *testing.B, size synth.Size, n int) {
+	c := loadCluster(b, size)
+	api := c.APIServerPID()
+	dir := b.TempDir()
+	limit, goMemLimit := sizedMemory(size.Pods)
+	b.Logf("%d agents, each with GOMEMLIMIT=%s (limit %d MiB by the sizing rule)", n, goMemLimit, limit>>20)
+
+	before := procUsage(b, api)
+	fleet := startFleet(b, c, dir, n, goMemLimit)
+	started := time.Now()
+	var firsts []time.Duration
+	for _, a := range fleet {
+		p := a.waitPass(b, started, 15*time.Minute, func(p pass) bool { return true })
+		firsts = append(firsts, p.at.Sub(started))
+	}
+	synced := procUsage(b, api)
+	time.Sleep(5 * time.Second) // the status reports settle
+	var listed int64
+	for _, a := range fleet {
+		listed += a.received.Load()
+	}
+	slices.Sort(firsts)
+	b.Logf("start: first programmed p50 %s, last %s; %d KiB received per agent; API server %.1f CPU-s per agent, RSS %d -> %d MiB",
+		firsts[len(firsts)/2].Round(time.Millisecond), firsts[len(firsts)-1].Round(time.Millisecond), listed/int64(n)>>10,
+		(synced.cpu-before.cpu).Seconds()/float64(n), before.rss>>20, synced.rss>>20)
+	b.ReportMetric(firsts[len(firsts)-1].Seconds(), "s-first-last")
+	b.ReportMetric(float64(listed)/float64(n)/(1<<20), "MB-list/agent")
+	b.ReportMetric((synced.cpu-before.cpu).Seconds()/float64(n), "apiserver-CPU-s-start/agent")
+	b.ReportMetric(float64(synced.rss-before.rss)/float64(n)/(1<<20), "apiserver-MB/agent")
+
+	// Idle: what the watches carry when nothing changes (bookmarks, the
+	// agents' own status writes coming back).
+	idleFrom, idleBytes := procUsage(b, api), received(fleet)
+	time.Sleep(20 * time.Second)
+	idleTo := procUsage(b, api)
+	b.Logf("idle 20 s: %d bytes per agent, API server %.3f CPU-s", (received(fleet)-idleBytes)/int64(n), (idleTo.cpu - idleFrom.cpu).Seconds())
+
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	banp := dyn.Resource(schema.GroupVersionResource{Group: "policy.networking.k8s.io", Version: "v1alpha1", Resource: "baselineadminnetworkpolicies"})
+	const changes = 20
+	var all, fleetWide, passes []time.Duration
+	changeFrom, changeBytes := procUsage(b, api), received(fleet)
+	for i := range changes {
+		cidr := []string{"169.254.169.253/32", "169.254.169.254/32"}[i%2]
+		patch := fmt.Sprintf(`[{"op":"replace","path":"/spec/egress/1/to/0/networks/0","value":%q}]`, cidr)
+		wrote := time.Now()
+		if _, err := banp.Patch(b.Context(), "default", types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		var last time.Duration
+		for _, a := range fleet {
+			p := a.waitPass(b, wrote, 2*time.Minute, func(p pass) bool { return p.operations > 0 })
+			all = append(all, p.at.Sub(wrote))
+			passes = append(passes, p.took)
+			last = max(last, p.at.Sub(wrote))
+		}
+		fleetWide = append(fleetWide, last)
+		time.Sleep(time.Second)
+	}
+	changeTo := procUsage(b, api)
+	for _, a := range fleet {
+		// The last change's CIDR, in its set's comment (-t leaves the
+		// elements out).
+		a.checkKernel(b, []string{"-t", "list", "table", "inet", "netpol"}, "cidr 169.254.169.254/32", "cidr 169.254.169.253/32")
+	}
+	b.Logf("%d changes of the baseline: to programmed on one node p50 %s p99 %s; the last node p50 %s p99 %s; passes p50 %s p99 %s; %d bytes per agent and change; API server %.3f CPU-s per change",
+		changes, pct(all, 50), pct(all, 99), pct(fleetWide, 50), pct(fleetWide, 99), pct(passes, 50), pct(passes, 99),
+		(received(fleet)-changeBytes)/int64(n*changes), (changeTo.cpu-changeFrom.cpu).Seconds()/changes)
+	b.ReportMetric(ms(pct(all, 50)), "ms-change-p50")
+	b.ReportMetric(ms(pct(all, 99)), "ms-change-p99")
+	b.ReportMetric(ms(pct(fleetWide, 99)), "ms-fleet-p99")
+	b.ReportMetric(ms(pct(passes, 99)), "ms-pass-p99")
+
+	// The burst: 50 new pods on each fleet node.
+	burst, want := burstPods(size, fleet, 50)
+	burstFrom, burstBytes := procUsage(b, api), received(fleet)
+	began := time.Now()
+	if err := c.Create(b.Context(), burst); err != nil {
+		b.Fatal(err)
+	}
+	created := time.Since(began)
+	var burstLast time.Duration
+	for _, a := range fleet {
+		p := a.waitPass(b, began, 5*time.Minute, func(p pass) bool { return p.pods >= a.pods+want[a.node] })
+		burstLast = max(burstLast, p.at.Sub(began))
+	}
+	burstTo := procUsage(b, api)
+	for _, a := range fleet {
+		a.checkKernel(b, []string{"list", "map", "inet", "netpol", "ingress-4"}, burstAddress(a.index, want[a.node]-1)+" : ", "")
+	}
+	b.Logf("burst of %d pods: created in %s, every node had its own programmed after %s; %d KiB per agent; API server %.1f CPU-s",
+		len(burst), created.Round(time.Millisecond), burstLast.Round(time.Millisecond), (received(fleet)-burstBytes)/int64(n)>>10, (burstTo.cpu - burstFrom.cpu).Seconds())
+	b.ReportMetric(burstLast.Seconds(), "s-burst")
+	for _, a := range fleet {
+		a.stop(b)
+	}
+	var peak int64
+	for _, a := range fleet {
+		peak = max(peak, a.maxRSS)
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "MB-agent-rss-max")
+}
+
+// sizedMemory is the memory limit and GOMEMLIMIT that deploy/README.md's
+// sizing rule ("Sizing") gives a cluster of pods: limit = 120 MiB + 8 KiB
+// a pod, GOMEMLIMIT = limit - max(56 MiB, 1.4 KiB a pod).
+func sizedMemory(pods int) (limit int64, goMemLimit string) {
+	limit = 120<<20 + int64(pods)*8<<10
+	room := max(56<<20, int64(pods)*1434)
+	return limit, strconv.FormatInt((limit-room)>>20, 10) + "MiB"
+}
+
+// fleetAgent is one agent of the fleet: its process, its relay's count and
+// the passes it logged.
+type fleetAgent struct {
+	index    int
+	node     string
+	pid      int
+	cmd      *exec.Cmd
+	received *atomic.Int64
+	pods     int // local pods in its first pass
+
+	mu     sync.Mutex
+	passes []pass
+	tail   []string // the log's last lines, for failures
+	maxRSS int64
+}
+
+// pass is one "Programmed" line of an agent's log, as it arrived.
+type pass struct {
+	at         time.Time
+	pods       int
+	operations int
+	took       time.Duration
+}
+
+var programmedLine = regexp.MustCompile(`"Programmed" node="[^"]*" input="[^"]*" pods=(\d+) tables=\d+ operations=(\d+) conntrackCut=\d+ took="([^"]+)"`)
+
+// startFleet starts n agents for node-001 to node-00n, each in a network
+// namespace of its own with a relay to c.
+func startFleet(b *testing.B, c *kubetest.Cluster, dir string, n int, goMemLimit string) []*fleetAgent {
+	fleet := make([]*fleetAgent, n)
+	for i := range fleet {
+		a := &fleetAgent{index: i, node: synth.NodeName(i), received: new(atomic.Int64)}
+		agentDir := filepath.Join(dir, a.node)
+		if err := os.Mkdir(agentDir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		// The namespace outlives Run: the agent and the relay's socket
+		// are in it.
+		netnstest.Run(b, func() {
+			kubeconfig := relayKubeconfig(b, c, agentDir, a.received)
+			a.cmd = exec.Command(os.Args[0], "agent", "--node", a.node, "--kubeconfig", kubeconfig,
+				"--audit-log", "off", "--dns-proxy=false", "--status", filepath.Join(agentDir, "status.json"))
+			a.cmd.Env = append(os.Environ(), scaleChild+"=1", "GOMEMLIMIT="+goMemLimit)
+			stdin, err := a.cmd.StdinPipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			stderr, err := a.cmd.StderrPipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := a.cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			a.pid = a.cmd.Process.Pid
+			go a.read(stderr)
+			stdin.Write([]byte{1})
+		})
+		b.Cleanup(func() { a.stop(b) })
+		fleet[i] = a
+	}
+	return fleet
+}
+
+func (a *fleetAgent) read(r interface{ Read([]byte) (int, error) }) {
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 64<<10), 1<<20)
+	for s.Scan() {
+		line := s.Text()
+		at := time.Now()
+		a.mu.Lock()
+		a.tail = append(a.tail, line)
+		if len(a.tail) > 40 {
+			a.tail = a.tail[1:]
+		}
+		if m := programmedLine.FindStringSubmatch(line); m != nil {
+			pods, _ := strconv.Atoi(m[1])
+			ops, _ := strconv.Atoi(m[2])
+			took, _ := time.ParseDuration(m[3])
+			a.passes = append(a.passes, pass{at: at, pods: pods, operations: ops, took: took})
+			if a.pods == 0 {
+				a.pods = pods
+			}
+		}
+		a.mu.Unlock()
+	}
+}
+
+// waitPass waits for the first pass after since that ok accepts.
+func (a *fleetAgent) waitPass(b *testing.B, since time.Time, timeout time.Duration, ok func(pass) bool) pass {
+	deadline := time.Now().Add(timeout)
+	for {
+		a.mu.Lock()
+		for _, p := range a.passes {
+			if p.at.After(since) && ok(p) {
+				a.mu.Unlock()
+				return p
+			}
+		}
+		tail := strings.Join(a.tail, "\n")
+		a.mu.Unlock()
+		if time.Now().After(deadline) {
+			b.Fatalf("%s: no such pass within %s; its log ends:\n%s", a.node, timeout, tail)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// checkKernel fails unless what nft args lists in the agent's network
+// namespace has want in it and not gone (unless empty).
+func (a *fleetAgent) checkKernel(b *testing.B, args []string, want, gone string) {
+	out, err := exec.Command("nsenter", append([]string{"-t", strconv.Itoa(a.pid), "-n", "nft"}, args...)...).CombinedOutput()
+	if err != nil {
+		b.Fatalf("%s: nft %s: %v\n%s", a.node, strings.Join(args, " "), err, tail(string(out), 2000))
+	}
+	if !strings.Contains(string(out), want) || gone != "" && strings.Contains(string(out), gone) {
+		b.Errorf("%s: nft %s: want %q in it and not %q:\n%s", a.node, strings.Join(args, " "), want, gone, tail(string(out), 2000))
+	}
+}
+
+// stop ends the agent (SIGTERM, as the kubelet does) and keeps its peak RSS.
+func (a *fleetAgent) stop(b *testing.B) {
+	if a.cmd == nil || a.cmd.ProcessState != nil {
+		return
+	}
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { a.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		a.cmd.Process.Kill()
+		<-done
+	}
+	if u, ok := a.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		a.maxRSS = u.Maxrss << 10
+	}
+}
+
+func received(fleet []*fleetAgent) int64 {
+	var n int64
+	for _, a := range fleet {
+		n += a.received.Load()
+	}
+	return n
+}
+
+// burstPods returns per copies of pods of each fleet node (labels and
+// namespace of one of its pods, a new name and address), and how many
+// each node gets.
+func burstPods(size synth.Size, fleet []*fleetAgent, per int) ([]*unstructured.Unstructured, map[string]int) {
+	nodes := map[string]int{}
+	for _, a := range fleet {
+		nodes[a.node] = a.index
+	}
+	var out []*unstructured.Unstructured
+	want := map[string]int{}
+	for _, o := range synth.Cluster(size) {
+		pod, ok := o.Value.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		i, ours := nodes[pod.Spec.NodeName]
+		if !ours || want[pod.Spec.NodeName] == per {
+			continue
+		}
+		n := want[pod.Spec.NodeName]
+		want[pod.Spec.NodeName]++
+		p := pod.DeepCopy()
+		p.Name = fmt.Sprintf("%s-burst-%d", pod.Name, n)
+		ip := burstAddress(i, n)
+		p.Status.PodIP, p.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+	return out, want
+}
+
+// burstAddress is the address of the burst's pod n on fleet node i: from
+// 198.19.128.0/18, which the scale clusters leave free.
+func burstAddress(i, n int) string {
+	v := i*256 + n
+	return fmt.Sprintf("198.19.%d.%d", 128+v>>8, v&255)
+}
+
+// usage is what a process has spent: CPU time (user and system) and its
+// resident memory.
+type usage struct {
+	cpu time.Duration
+	rss int64
+}
+
+func procUsage(b *testing.B, pid int) usage {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command's closing parenthesis; utime and stime
+	// are the 12th and 13th of them (14 and 15 of the whole line).
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	const ticks = 100 // USER_HZ on Linux
+	u := usage{cpu: time.Duration(utime+stime) * time.Second / ticks}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			u.rss = kb << 10
+		}
+	}
+	return u
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := slices.Sorted(slices.Values(d))
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
