@@ -424,4 +424,3 @@ func pct(d []time.Duration, p int) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
