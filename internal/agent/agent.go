@@ -175,8 +175,11 @@ type Agent struct {
 	// pass with the input unchanged can still follow the cluster DNS.
 	dnsLast dnsUpdate
 	// unreported holds the outcome that the Reporter failed to publish, to
-	// retry on the next pass.
+	// retry on the next pass (without ReportInBackground).
 	unreported *outcome
+	// reports takes the outcomes to the reporting goroutine
+	// (ReportInBackground); nil: passes report themselves.
+	reports chan outcome
 	logged     map[string]bool // the findings of the last pass, logged
 	builder    *pipeline.Builder
 	compiler   compile.Compiler
@@ -242,6 +245,7 @@ func New(cfg Config, renderer *nft.Renderer, logTx func(string)) *Agent {
 // changes; the kernel keeps the last rules that were programmed.
 func (a *Agent) Run(ctx context.Context) error {
 	a.CutInBackground(ctx)
+	a.ReportInBackground(ctx)
 	failures := 0
 	for {
 		a.health.tick()
@@ -544,19 +548,6 @@ func (a *Agent) observe(took time.Duration, pods int) {
 
 // report publishes a pass's outcome, and keeps it to retry if that fails
 // (the API server may be away; the rules stay either way).
-func (a *Agent) report(ctx context.Context, findings diag.List, programErr error) {
-	if a.cfg.Reporter == nil {
-		return
-	}
-	a.unreported = &outcome{findings, programErr}
-	if err := a.cfg.Reporter.Report(ctx, findings, programErr); err != nil {
-		a.metrics.errors.WithLabelValues(stageStatus).Inc()
-		klog.ErrorS(err, "Reporting status failed; retrying on the next pass", "node", a.cfg.Node)
-		return
-	}
-	a.unreported = nil
-}
-
 // logFindings logs the findings that the previous pass did not have: a
 // cluster with a hundred warnings would otherwise repeat them all on every
 // change.

@@ -58,7 +58,8 @@ import (
 //	NETPOL_BENCH_FLEET_SIZE=scale-10k NETPOL_BENCH_FLEET_AGENTS=20 \
 //	    go test ./internal/agent -run XXX -bench Fleet -benchtime 1x -timeout 90m
 //
-// The size defaults to scale-30k and the agents to 20.
+// The size defaults to scale-30k and the agents to 20. With
+// NETPOL_BENCH_FLEET_LOGS=DIR each agent's log is written to DIR/NODE.log.
 func BenchmarkFleet(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root: network namespaces")
@@ -110,9 +111,9 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 		listed += a.received.Load()
 	}
 	slices.Sort(firsts)
-	b.Logf("start: first programmed p50 %s, last %s; %d KiB received per agent; API server %.1f CPU-s per agent, RSS %d -> %d MiB",
+	b.Logf("start: first programmed p50 %s, last %s; %d KiB received per agent; API server %.1f CPU-s per agent, RSS %d -> %d MiB; agents' peak RSS %d MiB",
 		firsts[len(firsts)/2].Round(time.Millisecond), firsts[len(firsts)-1].Round(time.Millisecond), listed/int64(n)>>10,
-		(synced.cpu-before.cpu).Seconds()/float64(n), before.rss>>20, synced.rss>>20)
+		(synced.cpu-before.cpu).Seconds()/float64(n), before.rss>>20, synced.rss>>20, peakRSS(fleet))
 	b.ReportMetric(firsts[len(firsts)-1].Seconds(), "s-first-last")
 	b.ReportMetric(float64(listed)/float64(n)/(1<<20), "MB-list/agent")
 	b.ReportMetric((synced.cpu-before.cpu).Seconds()/float64(n), "apiserver-CPU-s-start/agent")
@@ -159,9 +160,9 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 		// elements out).
 		a.checkKernel(b, []string{"-t", "list", "table", "inet", "netpol"}, "cidr 169.254.169.254/32", "cidr 169.254.169.253/32")
 	}
-	b.Logf("%d changes of the baseline: to programmed on one node p50 %s p99 %s; the last node p50 %s p99 %s; passes p50 %s p99 %s; %d bytes per agent and change; API server %.3f CPU-s per change",
+	b.Logf("%d changes of the baseline: to programmed on one node p50 %s p99 %s; the last node p50 %s p99 %s; passes p50 %s p99 %s; %d bytes per agent and change; API server %.3f CPU-s per change; agents' peak RSS %d MiB",
 		changes, pct(all, 50), pct(all, 99), pct(fleetWide, 50), pct(fleetWide, 99), pct(passes, 50), pct(passes, 99),
-		(received(fleet)-changeBytes)/int64(n*changes), (changeTo.cpu-changeFrom.cpu).Seconds()/changes)
+		(received(fleet)-changeBytes)/int64(n*changes), (changeTo.cpu-changeFrom.cpu).Seconds()/changes, peakRSS(fleet))
 	b.ReportMetric(ms(pct(all, 50)), "ms-change-p50")
 	b.ReportMetric(ms(pct(all, 99)), "ms-change-p99")
 	b.ReportMetric(ms(pct(fleetWide, 99)), "ms-fleet-p99")
@@ -184,8 +185,8 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 	for _, a := range fleet {
 		a.checkKernel(b, []string{"list", "map", "inet", "netpol", "ingress-4"}, burstAddress(a.index, want[a.node]-1)+" : ", "")
 	}
-	b.Logf("burst of %d pods: created in %s, every node had its own programmed after %s; %d KiB per agent; API server %.1f CPU-s",
-		len(burst), created.Round(time.Millisecond), burstLast.Round(time.Millisecond), (received(fleet)-burstBytes)/int64(n)>>10, (burstTo.cpu - burstFrom.cpu).Seconds())
+	b.Logf("burst of %d pods: created in %s, every node had its own programmed after %s; %d KiB per agent; API server %.1f CPU-s; agents' peak RSS %d MiB",
+		len(burst), created.Round(time.Millisecond), burstLast.Round(time.Millisecond), (received(fleet)-burstBytes)/int64(n)>>10, (burstTo.cpu - burstFrom.cpu).Seconds(), peakRSS(fleet))
 	b.ReportMetric(burstLast.Seconds(), "s-burst")
 	for _, a := range fleet {
 		a.stop(b)
@@ -219,6 +220,7 @@ type fleetAgent struct {
 	mu     sync.Mutex
 	passes []pass
 	tail   []string // the log's last lines, for failures
+	log    *os.File // the whole log (NETPOL_BENCH_FLEET_LOGS), or nil
 	maxRSS int64
 }
 
@@ -241,6 +243,14 @@ func startFleet(b *testing.B, c *kubetest.Cluster, dir string, n int, goMemLimit
 		agentDir := filepath.Join(dir, a.node)
 		if err := os.Mkdir(agentDir, 0o755); err != nil {
 			b.Fatal(err)
+		}
+		if logs := os.Getenv("NETPOL_BENCH_FLEET_LOGS"); logs != "" {
+			f, err := os.Create(filepath.Join(logs, a.node+".log"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { f.Close() })
+			a.log = f
 		}
 		// The namespace outlives Run: the agent and the relay's socket
 		// are in it.
@@ -280,6 +290,9 @@ func (a *fleetAgent) read(r interface{ Read([]byte) (int, error) }) {
 		a.tail = append(a.tail, line)
 		if len(a.tail) > 40 {
 			a.tail = a.tail[1:]
+		}
+		if a.log != nil {
+			fmt.Fprintln(a.log, line)
 		}
 		if m := programmedLine.FindStringSubmatch(line); m != nil {
 			pods, _ := strconv.Atoi(m[1])
@@ -424,6 +437,25 @@ func procUsage(b *testing.B, pid int) usage {
 		}
 	}
 	return u
+}
+
+// peakRSS is the largest VmHWM (peak resident memory so far) of the
+// fleet's agents, in MiB.
+func peakRSS(fleet []*fleetAgent) int64 {
+	var top int64
+	for _, a := range fleet {
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", a.pid))
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(status)) {
+			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+				top = max(top, kb>>10)
+			}
+		}
+	}
+	return top
 }
 
 func pct(d []time.Duration, p int) time.Duration {

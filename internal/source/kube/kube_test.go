@@ -2,13 +2,16 @@ package kube_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/kubetest"
@@ -330,3 +333,48 @@ func TestKubeWatchCompactPods(t *testing.T) {
 	relabelBatch(t, cs)
 	waitFor(t, compact, before, func(e *engine.Engine) bool { return allowed(t, e, "shop/batch", "shop/web") })
 }
+
+// TestKubeWatchSpeaksProtobuf: the built-in kinds (pods, namespaces,
+// nodes, NetworkPolicies) come as protobuf, as kube-proxy's do (client-go's
+// typed clients ask for it): every node lists and watches every pod, and
+// protobuf is fewer bytes for the API server to send and for the agent to
+// decode than JSON. A guard: a config that asked for JSON would fail it.
+// The admin policies are custom resources, which only speak JSON.
+func TestKubeWatchSpeaksProtobuf(t *testing.T) {
+	c, cs, _ := start(t)
+	var mu sync.Mutex
+	seen := map[string]string{} // resource path -> content type of its answers
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(r)
+			if err == nil {
+				mu.Lock()
+				seen[strings.TrimPrefix(r.URL.Path, "/apis")] = resp.Header.Get("Content-Type")
+				mu.Unlock()
+			}
+			return resp, err
+		})
+	})
+	w, err := kube.NewWatchWithOptions(cfg, kube.WatchOptions{Source: source.Options{CompactPods: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	_, _, before := w.Snapshot()
+	relabelBatch(t, cs) // a watch event as well as the lists
+	waitFor(t, w, before, func(e *engine.Engine) bool { return allowed(t, e, "shop/batch", "shop/web") })
+	mu.Lock()
+	defer mu.Unlock()
+	for _, path := range []string{"/api/v1/pods", "/api/v1/namespaces", "/api/v1/nodes", "/networking.k8s.io/v1/networkpolicies"} {
+		if got := seen[path]; got != "application/vnd.kubernetes.protobuf" && got != "application/vnd.kubernetes.protobuf;stream=watch" {
+			t.Errorf("%s came as %q, want protobuf", path, got)
+		}
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
