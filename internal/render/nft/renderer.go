@@ -31,6 +31,9 @@ type Renderer struct {
 	// a transaction of its own after the change (see DeleteLater).
 	laterDeletes bool
 	objects      ObjectLister
+	// chainBatch is the most rules a transaction of new table chains
+	// holds (0: chainBatchRules).
+	chainBatch int
 }
 
 // ObjectLister lists the names of the table's chains, sets and maps
@@ -158,6 +161,9 @@ type plan struct {
 	adds     *knftables.Transaction // nil on a first sync
 	elements []elementOp
 	unused   dataplane.Unused
+	// fresh are the new table chains, whose rules tx has and adds has not
+	// (writeAhead writes them).
+	fresh []string
 	// prefill is what run loads before tx on a full sync (see fill);
 	// nil when tx carries everything.
 	prefill *prefill
@@ -184,7 +190,7 @@ func (r *Renderer) plan(ctx context.Context, want *ruleset) (plan, error) {
 		p.st.Full = true
 	} else {
 		p.adds = r.nft.NewTransaction()
-		p.elements, p.unused = diff(p.tx, p.deletes, p.adds, r.programmed, want, &p.st)
+		p.elements, p.unused, p.fresh = diff(p.tx, p.deletes, p.adds, r.programmed, want, &p.st)
 	}
 	p.st.Operations = p.tx.NumOperations()
 	if p.deletes != p.tx {
@@ -231,6 +237,9 @@ func (r *Renderer) run(ctx context.Context, p *plan) error {
 		return r.runThenDelete(ctx, p)
 	}
 	p.st.Netlink = true
+	if err := r.writeAhead(ctx, p); err != nil {
+		return err
+	}
 	if p.adds.NumOperations() > 0 {
 		if err := r.nft.Run(ctx, p.adds); err != nil {
 			return err
@@ -328,13 +337,11 @@ func (r *Renderer) fill(ctx context.Context, p *plan) error {
 		return fmt.Errorf("refilling the sets the kernel has over netlink: %w", err)
 	}
 	p.st.Netlink = true
-	for i := 0; i < len(pf.chains); {
+	for _, batch := range chainBatches(pf.chains, want.chains, r.batchRules()) {
 		tx := r.nft.NewTransaction()
-		for rules := 0; i < len(pf.chains) && (rules == 0 || rules+len(want.chains[pf.chains[i]]) <= chainBatchRules); i++ {
-			name := pf.chains[i]
+		for _, name := range batch {
 			tx.Flush(&knftables.Chain{Name: name})
 			writeChain(tx, name, want.chains[name], &p.st)
-			rules += max(len(want.chains[name]), 1)
 		}
 		if err := r.nft.Run(ctx, tx); err != nil {
 			return fmt.Errorf("writing table chains: %w", err)
@@ -343,9 +350,79 @@ func (r *Renderer) fill(ctx context.Context, p *plan) error {
 	return nil
 }
 
-// chainBatchRules is about the most rules fill gives nft at once (a chain
-// longer than that goes alone): ~35 MB of nft's memory.
+// writeAhead writes the new table chains of a change (plan.fresh) before
+// its adds, in transactions of at most batchRules rules but the last,
+// which rides with the adds: a change that makes every table new (a
+// baseline policy all pods have) would give nft all the node's rules at
+// once: 31,242 rules for a node of the 150k-pod cluster, at ~6.7 KB of
+// nft's memory a rule. The sets, maps and chains the rules name are
+// declared first. Nothing sends packets to these chains before the
+// element batch does.
+func (r *Renderer) writeAhead(ctx context.Context, p *plan) error {
+	batches := chainBatches(p.fresh, p.want.chains, r.batchRules())
+	if len(batches) > 1 {
+		declare := r.nft.NewTransaction()
+		for _, name := range sortedKeys(p.want.sets) {
+			if _, ok := r.programmed.sets[name]; !ok {
+				addContainer(declare, name, p.want.sets[name], false)
+			}
+		}
+		for _, name := range sortedKeys(p.want.maps) {
+			if _, ok := r.programmed.maps[name]; !ok {
+				addContainer(declare, name, p.want.maps[name], true)
+			}
+		}
+		// A table's first chain jumps to its others, which may come in
+		// a later batch.
+		for _, name := range p.fresh {
+			declare.Add(&knftables.Chain{Name: name})
+		}
+		if err := r.nft.Run(ctx, declare); err != nil {
+			return fmt.Errorf("declaring new sets, maps and chains: %w", err)
+		}
+	}
+	for i, batch := range batches {
+		tx := p.adds // the last batch
+		if i < len(batches)-1 {
+			tx = r.nft.NewTransaction()
+		}
+		for _, name := range batch {
+			tx.Add(&knftables.Chain{Name: name})
+			writeChain(tx, name, p.want.chains[name], &Stats{}) // counted by diff
+		}
+		if i < len(batches)-1 {
+			if err := r.nft.Run(ctx, tx); err != nil {
+				return fmt.Errorf("writing new table chains: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// chainBatches cuts names into runs of whole chains of at most limit rules
+// together (a chain longer than that is a run of its own).
+func chainBatches(names []string, chains map[string][]rule, limit int) [][]string {
+	var out [][]string
+	for i := 0; i < len(names); {
+		start, rules := i, 0
+		for ; i < len(names) && (rules == 0 || rules+len(chains[names[i]]) <= limit); i++ {
+			rules += max(len(chains[names[i]]), 1)
+		}
+		out = append(out, names[start:i])
+	}
+	return out
+}
+
+// chainBatchRules is about the most rules a transaction of table chains
+// gives nft (a chain longer than that goes alone): ~35 MB of nft's memory.
 const chainBatchRules = 5000
+
+func (r *Renderer) batchRules() int {
+	if r.chainBatch > 0 {
+		return r.chainBatch
+	}
+	return chainBatchRules
+}
 
 // runThenDelete runs the plan's transaction, then its deletions when they
 // go in a later one.
@@ -642,7 +719,7 @@ func (b both) Delete(o knftables.Object) { b[0].Delete(o); b[1].Delete(o) }
 // the chains and sets that want no longer has (deleted at the end of tx).
 // Order matters within tx: new sets and chains exist before anything refers
 // to them, and old ones are deleted after the last reference is gone.
-func diff(tx, deletes, adds *knftables.Transaction, have, want *ruleset, st *Stats) (elements []elementOp, unused dataplane.Unused) {
+func diff(tx, deletes, adds *knftables.Transaction, have, want *ruleset, st *Stats) (elements []elementOp, unused dataplane.Unused, fresh []string) {
 	toAdds := both{tx, adds}
 	for _, name := range sortedKeys(want.sets) {
 		if _, ok := have.sets[name]; !ok {
@@ -663,6 +740,14 @@ func diff(tx, deletes, adds *knftables.Transaction, have, want *ruleset, st *Sta
 	for _, name := range sortedKeys(want.chains) {
 		old, ok := have.chains[name]
 		if ok && slices.Equal(old, want.chains[name]) {
+			continue
+		}
+		if !ok && want.tableChains[name] {
+			// A new table chain: nothing sends packets to it before the
+			// change does, so run writes it ahead of adds, in batches
+			// (writeAhead); tx, for nft alone, writes it too.
+			writeChain(tx, name, want.chains[name], st)
+			fresh = append(fresh, name)
 			continue
 		}
 		if ok {
@@ -687,7 +772,7 @@ func diff(tx, deletes, adds *knftables.Transaction, have, want *ruleset, st *Sta
 	for _, name := range maps {
 		deletes.Delete(&knftables.Map{Name: name})
 	}
-	return elements, unused
+	return elements, unused, fresh
 }
 
 // absent returns the keys of have that want lacks, sorted.
