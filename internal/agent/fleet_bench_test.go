@@ -114,6 +114,8 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 	b.Logf("start: first programmed p50 %s, last %s; %d KiB received per agent; API server %.1f CPU-s per agent, RSS %d -> %d MiB; agents' peak RSS %d MiB",
 		firsts[len(firsts)/2].Round(time.Millisecond), firsts[len(firsts)-1].Round(time.Millisecond), listed/int64(n)>>10,
 		(synced.cpu-before.cpu).Seconds()/float64(n), before.rss>>20, synced.rss>>20, peakRSS(fleet))
+	startPeak, startNode := peakMemory(b, fleet)
+	b.Logf("start: cgroup peak %d MiB (%s)", startPeak, startNode)
 	b.ReportMetric(firsts[len(firsts)-1].Seconds(), "s-first-last")
 	b.ReportMetric(float64(listed)/float64(n)/(1<<20), "MB-list/agent")
 	b.ReportMetric((synced.cpu-before.cpu).Seconds()/float64(n), "apiserver-CPU-s-start/agent")
@@ -125,8 +127,9 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 		idleFrom, idleBytes := procUsage(b, api), received(fleet)
 		time.Sleep(20 * time.Second)
 		idleTo := procUsage(b, api)
-		b.Logf("idle, window %d of 20 s: %d bytes per agent, API server %.3f CPU-s", window+1, (received(fleet)-idleBytes)/int64(n),
-			(idleTo.cpu - idleFrom.cpu).Seconds())
+		peak, node := peakMemory(b, fleet)
+		b.Logf("idle, window %d of 20 s: %d bytes per agent, API server %.3f CPU-s; cgroup peak %d MiB (%s)", window+1, (received(fleet)-idleBytes)/int64(n),
+			(idleTo.cpu - idleFrom.cpu).Seconds(), peak, node)
 	}
 
 	dyn, err := dynamic.NewForConfig(c.Config)
@@ -155,6 +158,8 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 		time.Sleep(time.Second)
 	}
 	changeTo := procUsage(b, api)
+	changePeak, changeNode := peakMemory(b, fleet)
+	b.Logf("changes: cgroup peak %d MiB (%s)", changePeak, changeNode)
 	for _, a := range fleet {
 		// The last change's CIDR, in its set's comment (-t leaves the
 		// elements out).
@@ -182,6 +187,9 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 		burstLast = max(burstLast, p.at.Sub(began))
 	}
 	burstTo := procUsage(b, api)
+	burstPeak, burstNode := peakMemory(b, fleet)
+	b.Logf("burst: cgroup peak %d MiB (%s)", burstPeak, burstNode)
+	b.ReportMetric(float64(max(startPeak, changePeak, burstPeak)), "MB-cgroup-peak")
 	for _, a := range fleet {
 		a.checkKernel(b, []string{"list", "map", "inet", "netpol", "ingress-4"}, burstAddress(a.index, want[a.node]-1)+" : ", "")
 	}
@@ -191,6 +199,8 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 	for _, a := range fleet {
 		a.stop(b)
 	}
+	stopPeak, stopNode := peakMemory(b, fleet)
+	b.Logf("stop (SIGTERM): cgroup peak %d MiB (%s)", stopPeak, stopNode)
 	var peak int64
 	for _, a := range fleet {
 		peak = max(peak, a.maxRSS)
@@ -214,6 +224,7 @@ type fleetAgent struct {
 	node     string
 	pid      int
 	cmd      *exec.Cmd
+	group    string // its memory cgroup
 	received *atomic.Int64
 	pods     int // local pods in its first pass
 
@@ -271,9 +282,20 @@ func startFleet(b *testing.B, c *kubetest.Cluster, dir string, n int, goMemLimit
 				b.Fatal(err)
 			}
 			a.pid = a.cmd.Process.Pid
+			// A memory cgroup of its own, as a container's: its peak
+			// counts the agent, its nft children and the kernel memory
+			// they were charged.
+			a.group = filepath.Join(memoryCgroup, fmt.Sprintf("netpol-fleet-%d-%d", os.Getpid(), i))
+			if err := os.Mkdir(a.group, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(a.group, "cgroup.procs"), []byte(strconv.Itoa(a.pid)), 0o644); err != nil {
+				b.Fatal(err)
+			}
 			go a.read(stderr)
 			stdin.Write([]byte{1})
 		})
+		b.Cleanup(func() { os.Remove(a.group) }) // after the stop below
 		b.Cleanup(func() { a.stop(b) })
 		fleet[i] = a
 	}
@@ -356,6 +378,26 @@ func (a *fleetAgent) stop(b *testing.B) {
 	if u, ok := a.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		a.maxRSS = u.Maxrss << 10
 	}
+}
+
+// peakMemory is the largest memory cgroup peak of the fleet's agents
+// since the last call, in MiB, and the node it was on.
+func peakMemory(b *testing.B, fleet []*fleetAgent) (int64, string) {
+	var top int64
+	var node string
+	for _, a := range fleet {
+		file := filepath.Join(a.group, "memory.max_usage_in_bytes")
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			b.Fatal(err)
+		}
+		v, _ := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+		if v > top {
+			top, node = v, a.node
+		}
+		os.WriteFile(file, []byte("0"), 0o644) // the next phase's peak
+	}
+	return top >> 20, node
 }
 
 func received(fleet []*fleetAgent) int64 {
