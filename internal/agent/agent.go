@@ -179,11 +179,11 @@ type Agent struct {
 	unreported *outcome
 	// reports takes the outcomes to the reporting goroutine
 	// (ReportInBackground); nil: passes report themselves.
-	reports chan outcome
-	logged     map[string]bool // the findings of the last pass, logged
-	builder    *pipeline.Builder
-	compiler   compile.Compiler
-	cuts       *cutter // nil: cuts are made within the pass (see cutAfter)
+	reports  chan outcome
+	logged   map[string]bool // the findings of the last pass, logged
+	builder  *pipeline.Builder
+	compiler compile.Compiler
+	cuts     *cutter // nil: cuts are made within the pass (see cutAfter)
 	// cutPending is the input of the last cut handed to the cutter and not
 	// yet done ("" when none).
 	cutPending string

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,12 +18,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/netpol/netpol/internal/kubetest"
 	"github.com/netpol/netpol/internal/netnstest"
@@ -90,6 +96,13 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 	dir := b.TempDir()
 	limit, goMemLimit := sizedMemory(size.Pods)
 	b.Logf("%d agents, each with GOMEMLIMIT=%s (limit %d MiB by the sizing rule)", n, goMemLimit, limit>>20)
+
+	// What kube-proxy lists on every node, for comparison: the Services
+	// and EndpointSlices such a cluster has (one Service an app of a
+	// namespace), through a relay of its own.
+	proxyBytes, proxyObjects := kubeProxyList(b, c, dir, size)
+	b.Logf("kube-proxy's list (Services and EndpointSlices, %d objects): %d KiB", proxyObjects, proxyBytes>>10)
+	b.ReportMetric(float64(proxyBytes)/(1<<20), "MB-kube-proxy-list")
 
 	// The API server's own cost at rest, with no agent: its controllers,
 	// leases, etcd compactions.
@@ -201,12 +214,93 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 	}
 	stopPeak, stopNode := peakMemory(b, fleet)
 	b.Logf("stop (SIGTERM): cgroup peak %d MiB (%s)", stopPeak, stopNode)
-	var peak int64
-	for _, a := range fleet {
-		peak = max(peak, a.maxRSS)
-	}
-	b.ReportMetric(float64(peak)/(1<<20), "MB-agent-rss-max")
 }
+
+// kubeProxyList creates the Services and EndpointSlices of size's cluster
+// (one Service for each app of a namespace, its pods the endpoints of one
+// slice per 100, as the EndpointSlice controller writes them), then lists
+// and watches them as kube-proxy does (client-go informers, protobuf)
+// through a counting relay, and returns the bytes until they synced and
+// how many objects that was.
+func kubeProxyList(b *testing.B, c *kubetest.Cluster, dir string, size synth.Size) (int64, int) {
+	groups := map[[2]string][]*corev1.Pod{}
+	var keys [][2]string
+	for _, o := range synth.Cluster(size) {
+		if p, ok := o.Value.(*corev1.Pod); ok {
+			k := [2]string{p.Namespace, p.Labels["app"]}
+			if groups[k] == nil {
+				keys = append(keys, k)
+			}
+			groups[k] = append(groups[k], p)
+		}
+	}
+	var objs []*unstructured.Unstructured
+	add := func(v any) {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	ready := true
+	for _, k := range keys {
+		ns, app := k[0], k[1]
+		add(&corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+			ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": app}, ClusterIP: corev1.ClusterIPNone,
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}}})
+		pods := groups[k]
+		for i := 0; i < len(pods); i += 100 {
+			slice := &discoveryv1.EndpointSlice{TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", app, i/100), Namespace: ns,
+					Labels: map[string]string{discoveryv1.LabelServiceName: app, discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
+				AddressType: discoveryv1.AddressTypeIPv4,
+				Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080)), Protocol: ptr(corev1.ProtocolTCP)}}}
+			for _, p := range pods[i:min(i+100, len(pods))] {
+				node := p.Spec.NodeName
+				slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{p.Status.PodIP},
+					Conditions: discoveryv1.EndpointConditions{Ready: &ready}, NodeName: &node,
+					TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: p.Name}})
+			}
+			add(slice)
+		}
+	}
+	if err := c.Create(b.Context(), objs); err != nil {
+		b.Fatal(err)
+	}
+	got := new(atomic.Int64)
+	proxyDir := filepath.Join(dir, "kube-proxy")
+	if err := os.Mkdir(proxyDir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	// The relay listens on this namespace's loopback, as the API server
+	// does: the informers below run here.
+	cfg, err := clientcmd.BuildConfigFromFlags("", relayKubeconfig(b, c, proxyDir, got))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	factory.Core().V1().Services().Informer()
+	factory.Discovery().V1().EndpointSlices().Informer()
+	ctx, cancel := context.WithCancel(b.Context())
+	defer cancel()
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			b.Fatalf("kube-proxy's %v did not sync", typ)
+		}
+	}
+	n := got.Load()
+	cancel()
+	factory.Shutdown()
+	return n, len(objs)
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // sizedMemory is the memory limit and GOMEMLIMIT that deploy/README.md's
 // sizing rule ("Sizing") gives a cluster of pods: limit = 120 MiB + 8 KiB
@@ -232,7 +326,6 @@ type fleetAgent struct {
 	passes []pass
 	tail   []string // the log's last lines, for failures
 	log    *os.File // the whole log (NETPOL_BENCH_FLEET_LOGS), or nil
-	maxRSS int64
 }
 
 // pass is one "Programmed" line of an agent's log, as it arrived.
@@ -361,7 +454,7 @@ func (a *fleetAgent) checkKernel(b *testing.B, args []string, want, gone string)
 	}
 }
 
-// stop ends the agent (SIGTERM, as the kubelet does) and keeps its peak RSS.
+// stop ends the agent (SIGTERM, as the kubelet does).
 func (a *fleetAgent) stop(b *testing.B) {
 	if a.cmd == nil || a.cmd.ProcessState != nil {
 		return
@@ -374,9 +467,6 @@ func (a *fleetAgent) stop(b *testing.B) {
 	case <-time.After(30 * time.Second):
 		a.cmd.Process.Kill()
 		<-done
-	}
-	if u, ok := a.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		a.maxRSS = u.Maxrss << 10
 	}
 }
 
