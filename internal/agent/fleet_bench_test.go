@@ -95,13 +95,13 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 	api := c.APIServerPID()
 	dir := b.TempDir()
 	limit, goMemLimit := sizedMemory(size.Pods)
-	b.Logf("%d agents, each with GOMEMLIMIT=%s (limit %d MiB by the sizing rule)", n, goMemLimit, limit>>20)
+	progress("%d agents, each with GOMEMLIMIT=%s (limit %d MiB by the sizing rule)", n, goMemLimit, limit>>20)
 
 	// What kube-proxy lists on every node, for comparison: the Services
 	// and EndpointSlices such a cluster has (one Service an app of a
 	// namespace), through a relay of its own.
 	proxyBytes, proxyObjects := kubeProxyList(b, c, dir, size)
-	b.Logf("kube-proxy's list (Services and EndpointSlices, %d objects): %d KiB", proxyObjects, proxyBytes>>10)
+	progress("kube-proxy's list (Services and EndpointSlices, %d objects): %d KiB", proxyObjects, proxyBytes>>10)
 	b.ReportMetric(float64(proxyBytes)/(1<<20), "MB-kube-proxy-list")
 
 	// The API server's own cost at rest, with no agent: its controllers,
@@ -109,7 +109,7 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 	rest := procUsage(b, api)
 	time.Sleep(20 * time.Second)
 	before := procUsage(b, api)
-	b.Logf("API server at rest, no agents: %.3f CPU-s in 20 s", (before.cpu - rest.cpu).Seconds())
+	progress("API server at rest, no agents: %.3f CPU-s in 20 s", (before.cpu - rest.cpu).Seconds())
 	fleet := startFleet(b, c, dir, n, goMemLimit)
 	started := time.Now()
 	var firsts []time.Duration
@@ -124,11 +124,11 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 		listed += a.received.Load()
 	}
 	slices.Sort(firsts)
-	b.Logf("start: first programmed p50 %s, last %s; %d KiB received per agent; API server %.1f CPU-s per agent, RSS %d -> %d MiB; agents' peak RSS %d MiB",
+	progress("start: first programmed p50 %s, last %s; %d KiB received per agent; API server %.1f CPU-s per agent, RSS %d -> %d MiB; agents' peak RSS %d MiB",
 		firsts[len(firsts)/2].Round(time.Millisecond), firsts[len(firsts)-1].Round(time.Millisecond), listed/int64(n)>>10,
 		(synced.cpu-before.cpu).Seconds()/float64(n), before.rss>>20, synced.rss>>20, peakRSS(fleet))
 	startPeak, startNode := peakMemory(b, fleet)
-	b.Logf("start: cgroup peak %d MiB (%s)", startPeak, startNode)
+	progress("start: cgroup peak %d MiB (%s)", startPeak, startNode)
 	b.ReportMetric(firsts[len(firsts)-1].Seconds(), "s-first-last")
 	b.ReportMetric(float64(listed)/float64(n)/(1<<20), "MB-list/agent")
 	b.ReportMetric((synced.cpu-before.cpu).Seconds()/float64(n), "apiserver-CPU-s-start/agent")
@@ -141,7 +141,7 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 		time.Sleep(20 * time.Second)
 		idleTo := procUsage(b, api)
 		peak, node := peakMemory(b, fleet)
-		b.Logf("idle, window %d of 20 s: %d bytes per agent, API server %.3f CPU-s; cgroup peak %d MiB (%s)", window+1, (received(fleet)-idleBytes)/int64(n),
+		progress("idle, window %d of 20 s: %d bytes per agent, API server %.3f CPU-s; cgroup peak %d MiB (%s)", window+1, (received(fleet)-idleBytes)/int64(n),
 			(idleTo.cpu - idleFrom.cpu).Seconds(), peak, node)
 	}
 
@@ -172,13 +172,13 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 	}
 	changeTo := procUsage(b, api)
 	changePeak, changeNode := peakMemory(b, fleet)
-	b.Logf("changes: cgroup peak %d MiB (%s)", changePeak, changeNode)
+	progress("changes: cgroup peak %d MiB (%s)", changePeak, changeNode)
 	for _, a := range fleet {
 		// The last change's CIDR, in its set's comment (-t leaves the
 		// elements out).
 		a.checkKernel(b, []string{"-t", "list", "table", "inet", "netpol"}, "cidr 169.254.169.254/32", "cidr 169.254.169.253/32")
 	}
-	b.Logf("%d changes of the baseline: to programmed on one node p50 %s p99 %s; the last node p50 %s p99 %s; passes p50 %s p99 %s; %d bytes per agent and change; API server %.3f CPU-s per change; agents' peak RSS %d MiB",
+	progress("%d changes of the baseline: to programmed on one node p50 %s p99 %s; the last node p50 %s p99 %s; passes p50 %s p99 %s; %d bytes per agent and change; API server %.3f CPU-s per change; agents' peak RSS %d MiB",
 		changes, pct(all, 50), pct(all, 99), pct(fleetWide, 50), pct(fleetWide, 99), pct(passes, 50), pct(passes, 99),
 		(received(fleet)-changeBytes)/int64(n*changes), (changeTo.cpu-changeFrom.cpu).Seconds()/changes, peakRSS(fleet))
 	b.ReportMetric(ms(pct(all, 50)), "ms-change-p50")
@@ -201,19 +201,19 @@ func runFleet(b *testing.B, size synth.Size, n int) {
 	}
 	burstTo := procUsage(b, api)
 	burstPeak, burstNode := peakMemory(b, fleet)
-	b.Logf("burst: cgroup peak %d MiB (%s)", burstPeak, burstNode)
+	progress("burst: cgroup peak %d MiB (%s)", burstPeak, burstNode)
 	b.ReportMetric(float64(max(startPeak, changePeak, burstPeak)), "MB-cgroup-peak")
 	for _, a := range fleet {
 		a.checkKernel(b, []string{"list", "map", "inet", "netpol", "ingress-4"}, burstAddress(a.index, want[a.node]-1)+" : ", "")
 	}
-	b.Logf("burst of %d pods: created in %s, every node had its own programmed after %s; %d KiB per agent; API server %.1f CPU-s; agents' peak RSS %d MiB",
+	progress("burst of %d pods: created in %s, every node had its own programmed after %s; %d KiB per agent; API server %.1f CPU-s; agents' peak RSS %d MiB",
 		len(burst), created.Round(time.Millisecond), burstLast.Round(time.Millisecond), (received(fleet)-burstBytes)/int64(n)>>10, (burstTo.cpu - burstFrom.cpu).Seconds(), peakRSS(fleet))
 	b.ReportMetric(burstLast.Seconds(), "s-burst")
 	for _, a := range fleet {
 		a.stop(b)
 	}
 	stopPeak, stopNode := peakMemory(b, fleet)
-	b.Logf("stop (SIGTERM): cgroup peak %d MiB (%s)", stopPeak, stopNode)
+	progress("stop (SIGTERM): cgroup peak %d MiB (%s)", stopPeak, stopNode)
 }
 
 // kubeProxyList creates the Services and EndpointSlices of size's cluster
@@ -301,6 +301,12 @@ func kubeProxyList(b *testing.B, c *kubetest.Cluster, dir string, size synth.Siz
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// progress prints a line of the benchmark's findings as it goes: a run
+// takes many minutes, and the testing package cuts a benchmark's log short.
+func progress(format string, args ...any) {
+	fmt.Printf("fleet %s: "+format+"\n", append([]any{time.Now().Format(time.TimeOnly)}, args...)...)
+}
 
 // sizedMemory is the memory limit and GOMEMLIMIT that deploy/README.md's
 // sizing rule ("Sizing") gives a cluster of pods: limit = 120 MiB + 8 KiB
