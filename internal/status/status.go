@@ -21,6 +21,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -101,11 +103,20 @@ func (w *Writer) Report(ctx context.Context, findings diag.List, programErr erro
 	var failed []error
 	seen := map[types.UID]bool{}
 	own := FieldManager(w.Node)
-	for _, p := range w.Policies() {
+	policies := w.Policies()
+	for _, i := range walkOrder(w.Node, len(policies)) {
+		p := policies[i]
 		seen[p.UID] = true
 		problems := invalid[p.Ref()]
 		if programErr == nil {
 			conds := w.shared(p, problems)
+			if w.due(p, SharedFieldManager, conds) {
+				// Another node may have written it since the walk
+				// began: look again, as of now.
+				if now, ok := w.current(p.UID); ok {
+					p, conds = now, w.shared(now, problems)
+				}
+			}
 			if applied, err := w.ensure(ctx, p, SharedFieldManager, conds); err != nil {
 				failed = append(failed, err)
 			} else if applied && len(problems) > 0 && w.Recorder != nil && !alreadyRejected(p, conds[0].Message) {
@@ -142,13 +153,40 @@ type applyKey struct {
 	manager string
 }
 
-// ensure applies conds to p's status under manager unless this writer
-// applied them last or p has them already (the same type, status, reason,
-// message and generation), and reports whether it applied.
+// walkOrder is the order in which a node walks n policies: a shuffle of
+// its own (seeded with a hash of its name), so that nodes reporting at the
+// same moment (a fleet starting, a policy changed) apply different
+// policies and find most of the rest written by the others when they
+// reach them; walking in one order, they would all apply every one.
+func walkOrder(node string, n int) []int {
+	h := fnv.New64a()
+	h.Write([]byte(node))
+	return rand.New(rand.NewPCG(h.Sum64(), 0)).Perm(n)
+}
+
+// current is the policy of uid as the watch holds it now.
+func (w *Writer) current(uid types.UID) (kube.AdminPolicy, bool) {
+	for _, p := range w.Policies() {
+		if p.UID == uid {
+			return p, true
+		}
+	}
+	return kube.AdminPolicy{}, false
+}
+
+// due reports whether conds are to be applied to p under manager: this
+// writer did not apply them last, and p does not have them already (the
+// same type, status, reason, message and generation).
+func (w *Writer) due(p kube.AdminPolicy, manager string, conds []metav1.Condition) bool {
+	return w.applied[applyKey{p.UID, manager}] != fingerprint(p.Generation, conds) && (len(conds) == 0 || !holds(p, conds))
+}
+
+// ensure applies conds to p's status under manager when due, and reports
+// whether it applied.
 func (w *Writer) ensure(ctx context.Context, p kube.AdminPolicy, manager string, conds []metav1.Condition) (bool, error) {
 	key := applyKey{p.UID, manager}
 	fp := fingerprint(p.Generation, conds)
-	if w.applied[key] == fp || len(conds) > 0 && holds(p, conds) {
+	if !w.due(p, manager, conds) {
 		return false, nil
 	}
 	if err := w.apply(ctx, p, manager, conds); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,14 +131,16 @@ func TestWriterReportsConditions(t *testing.T) {
 	}
 }
 
+// same compares the applies in any order: each node walks the policies in
+// an order of its own (walkOrder).
 func same(a, b []applied) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].name != b[i].name || strings.Join(a[i].conds, ",") != strings.Join(b[i].conds, ",") {
-			return false
+	key := func(l []applied) []string {
+		var out []string
+		for _, x := range l {
+			out = append(out, x.name+":"+strings.Join(x.conds, ","))
 		}
+		slices.Sort(out)
+		return out
 	}
-	return true
+	return slices.Equal(key(a), key(b))
 }
