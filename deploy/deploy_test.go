@@ -26,6 +26,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/netpol/netpol/internal/agent"
 	"github.com/netpol/netpol/internal/kubetest"
 )
 
@@ -462,9 +463,9 @@ func TestImagePinned(t *testing.T) {
 }
 
 // TestMemorySizing: the DaemonSet's memory follows the sizing rule of
-// README.md: requested as much as its limit, and a Go heap limit below it
-// by at least the rule's 56 MiB for what the kernel's nftables objects and
-// nft take (26 MiB at the 15,000 pods 256Mi is for: BENCHMARKS.md).
+// README.md (agent.MemoryLimit, agent.GoMemLimit) for the 15,000 pods it
+// is for: requested as much as its limit, and a Go heap limit below it by
+// what the kernel's nftables objects and nft take.
 func TestMemorySizing(t *testing.T) {
 	ds := one[*appsv1.DaemonSet](t, readManifests(t), "DaemonSet")
 	c := ds.Spec.Template.Spec.Containers[0]
@@ -482,7 +483,13 @@ func TestMemorySizing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("GOMEMLIMIT %q: %v", goMemLimit, err)
 	}
-	if room := limit.Value() - soft.Value(); room < 56<<20 {
-		t.Errorf("GOMEMLIMIT %s leaves %d MiB of the %s limit to the kernel and nft, want at least 56", goMemLimit, room>>20, limit)
+	// README.md: "256Mi and GOMEMLIMIT 200MiB: clusters of up to 15,000
+	// pods".
+	const pods = 15000
+	if limit.Value() < agent.MemoryLimit(pods) {
+		t.Errorf("memory limit %s, below the rule's %d MiB for %d pods", limit, agent.MemoryLimit(pods)>>20, pods)
+	}
+	if want := agent.GoMemLimit(limit.Value(), pods); soft.Value() != want {
+		t.Errorf("GOMEMLIMIT %s, want the rule's %dMiB for a %s limit and %d pods", goMemLimit, want>>20, limit, pods)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/netpol/netpol/internal/agent"
 	"github.com/netpol/netpol/internal/kubetest"
 	"github.com/netpol/netpol/internal/netnstest"
 	"github.com/netpol/netpol/internal/synth"
@@ -308,13 +309,11 @@ func progress(format string, args ...any) {
 	fmt.Printf("fleet %s: "+format+"\n", append([]any{time.Now().Format(time.TimeOnly)}, args...)...)
 }
 
-// sizedMemory is the memory limit and GOMEMLIMIT that deploy/README.md's
-// sizing rule ("Sizing") gives a cluster of pods: limit = 120 MiB + 8 KiB
-// a pod, GOMEMLIMIT = limit - max(56 MiB, 1.4 KiB a pod).
+// sizedMemory is the memory limit and GOMEMLIMIT the sizing rule
+// (agent.MemoryLimit, agent.GoMemLimit) gives a cluster of pods.
 func sizedMemory(pods int) (limit int64, goMemLimit string) {
-	limit = 120<<20 + int64(pods)*8<<10
-	room := max(56<<20, int64(pods)*1434)
-	return limit, strconv.FormatInt((limit-room)>>20, 10) + "MiB"
+	limit = agent.MemoryLimit(pods)
+	return limit, strconv.FormatInt(agent.GoMemLimit(limit, pods)>>20, 10) + "MiB"
 }
 
 // fleetAgent is one agent of the fleet: its process, its relay's count and
