@@ -112,8 +112,9 @@ func (w *Writer) Report(ctx context.Context, findings diag.List, programErr erro
 			conds := w.shared(p, problems)
 			if w.due(p, SharedFieldManager, conds) {
 				// Another node may have written it since the walk
-				// began: look again, as of now.
-				if now, ok := w.current(p.UID); ok {
+				// began: look again, as of now (the same generation:
+				// findings are of the pass's input, not of a newer one).
+				if now, ok := w.current(p.UID); ok && now.Generation == p.Generation {
 					p, conds = now, w.shared(now, problems)
 				}
 			}
