@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,6 +40,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
 	"sigs.k8s.io/yaml"
+
+	"github.com/netpol/netpol/internal/status"
 )
 
 // agnhost is the probe image; hack/cluster loads it on every node.
@@ -481,13 +484,14 @@ func (c *cluster) apply(t *testing.T, doc string) *unstructured.Unstructured {
 	return created
 }
 
-// TestRealClusterAdminPolicyStatus: every node's agent, with exactly the
-// permissions deploy/ grants, writes Accepted and Programmed on a valid
-// ClusterNetworkPolicy, each under its own field manager, and no node
-// reports it not programmed.
+// TestRealClusterAdminPolicyStatus: the nodes' agents, with exactly the
+// permissions deploy/ grants, write Accepted and Programmed on a valid
+// ClusterNetworkPolicy once for the fleet, under the shared field manager
+// (status.SharedFieldManager), and no node reports it not programmed or
+// keeps a field manager of its own on it (one per node would send the
+// policy, growing with the fleet, to every node on every write).
 func TestRealClusterAdminPolicyStatus(t *testing.T) {
 	c := connect(t)
-	nodes := c.nodes(t)
 	ns := c.namespace(t)
 	gvr := schema.GroupVersionResource{Group: "policy.networking.k8s.io", Version: "v1alpha2", Resource: "clusternetworkpolicies"}
 	name := "realcluster-status-" + ns
@@ -498,30 +502,30 @@ func TestRealClusterAdminPolicyStatus(t *testing.T) {
     from: [{namespaces: {}}]
 `))
 
-	// Every node's agent applies them under its own field manager.
 	var conds []metav1.Condition
-	managers := map[string]bool{}
-	eventually(t, "Accepted and Programmed on "+name+" from every node's agent", func() bool {
+	var managers []string
+	eventually(t, "Accepted and Programmed on "+name+" under "+status.SharedFieldManager, func() bool {
 		got, err := c.dyn.Resource(gvr).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		conds = conditions(t, got)
-		clear(managers)
+		managers = managers[:0]
 		for _, mf := range got.GetManagedFields() {
-			managers[mf.Manager] = true
-		}
-		for _, n := range nodes {
-			if !managers["netpol-agent/"+n] {
-				return false
-			}
+			managers = append(managers, mf.Manager)
 		}
 		acc, prog := meta.FindStatusCondition(conds, "Accepted"), meta.FindStatusCondition(conds, "Programmed")
-		return acc != nil && acc.Status == metav1.ConditionTrue && prog != nil && prog.Status == metav1.ConditionTrue
+		return slices.Contains(managers, status.SharedFieldManager) &&
+			acc != nil && acc.Status == metav1.ConditionTrue && prog != nil && prog.Status == metav1.ConditionTrue
 	})
 	for _, cond := range conds {
 		if strings.HasPrefix(cond.Type, "netpol.io/NotProgrammed.") {
 			t.Errorf("condition %s: %s", cond.Type, cond.Message)
+		}
+	}
+	for _, m := range managers {
+		if strings.HasPrefix(m, status.FieldManager("")) {
+			t.Errorf("field manager %s on %s: a node's own, with no node failing", m, name)
 		}
 	}
 }
