@@ -14,10 +14,10 @@ import (
 
 // explainOptions are explain's flags.
 type explainOptions struct {
-	in                     inputFlags
-	from, to, port, output string
-	resolvedAs             []string
-	staged, exitCode       bool
+	in                               inputFlags
+	from, to, port, protocol, output string
+	resolvedAs                       []string
+	staged, exitCode                 bool
 }
 
 func newExplain() *cobra.Command {
@@ -92,6 +92,7 @@ gate never mistakes it for a denial, and 1 without.`,
 	cmd.Flags().StringVar(&o.from, "from", "", "source: namespace/pod, node/NAME or IP")
 	cmd.Flags().StringVar(&o.to, "to", "", "destination: namespace/pod, node/NAME, IP, or a Service: svc/NS/NAME, NAME.NS.svc[.cluster.local] or a cluster IP")
 	cmd.Flags().StringVar(&o.port, "port", "", "destination port: 80, 80/tcp, 53/udp, or a named port such as http (of the Service when --to is one)")
+	cmd.Flags().StringVar(&o.protocol, "protocol", "", "the port's protocol as the Kubernetes API spells it (TCP, UDP, SCTP), for a --port without one; default TCP for a number")
 	cmd.Flags().StringSliceVar(&o.resolvedAs, "resolved-as", nil, "the DNS names --to ADDRESS was resolved from, which domainNames peers match (repeatable)")
 	cmd.Flags().BoolVar(&o.staged, "staged", false, "also decide with the policies annotated netpol.io/staged enforced, and print both")
 	cmd.Flags().BoolVar(&o.exitCode, "exit-code", false, "exit 1 when the connection is denied (and 2 for every failure), as git diff --exit-code")
@@ -106,7 +107,7 @@ func (o *explainOptions) run(cmd *cobra.Command) (denied bool, err error) {
 	if o.from == "" || o.to == "" || o.port == "" {
 		return false, usageError{fmt.Errorf("--from, --to and --port are required")}
 	}
-	spec, err := l4.ParsePortSpec(o.port)
+	spec, err := l4.ParsePortProto(o.port, o.protocol, "--protocol")
 	if err != nil {
 		return false, usageError{err}
 	}
@@ -254,11 +255,11 @@ func (o *explainOptions) runService(cmd *cobra.Command, e *engine.Engine, src en
 	w := cmd.OutOrStdout()
 	if o.output == "json" {
 		out := serviceExplainJSON{
-			Service: svc.Key(), Type: string(svc.Type), Port: servicePortOut(port),
+			Allowed: !denied, Service: svc.Key(), Type: string(svc.Type), Port: servicePortOut(port),
 			From: endpointJSON(src), Summary: v.Summary(), Reachable: v.Reachable, Backends: backendsJSON(v),
 		}
 		if sv != nil {
-			out.Staged = &stagedServiceJSON{Summary: sv.Summary(), Reachable: sv.Reachable, Backends: backendsJSON(*sv)}
+			out.Staged = &stagedServiceJSON{Allowed: sv.Reach() == engine.ReachAll, Summary: sv.Summary(), Reachable: sv.Reachable, Backends: backendsJSON(*sv)}
 		}
 		return denied, writeJSON(w, out)
 	}
@@ -285,7 +286,10 @@ func servicePortText(p *state.ServicePort) string {
 	return p.Name + " " + p.Port.String()
 }
 
+// serviceExplainJSON: Allowed is true when every backend is allowed, so
+// that .allowed answers for a Service as for any other destination.
 type serviceExplainJSON struct {
+	Allowed   bool               `json:"allowed"`
 	Service   string             `json:"service"`
 	Type      string             `json:"type"`
 	Port      servicePortJSON    `json:"port"`
@@ -297,6 +301,7 @@ type serviceExplainJSON struct {
 }
 
 type stagedServiceJSON struct {
+	Allowed   bool          `json:"allowed"`
 	Summary   string        `json:"summary"`
 	Reachable int           `json:"reachable"`
 	Backends  []explainJSON `json:"backends"`

@@ -240,7 +240,8 @@ func probeFlows(cmd *cobra.Command, l *lab.Lab, e *engine.Engine, path, output s
 	if err != nil {
 		return err
 	}
-	flows, _, err := suggest.ReadFlows(data)
+	named := suggest.NewEnds(e.Cluster())
+	flows, _, err := named.ReadFlows(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -248,7 +249,6 @@ func probeFlows(cmd *cobra.Command, l *lab.Lab, e *engine.Engine, path, output s
 	for _, p := range l.Pods {
 		labPods[p.Key] = p
 	}
-	named := suggest.NewEnds(e.Cluster())
 	// pods are the lab pods an end names: a pod, or a workload's pods.
 	pods := func(end string) []lab.Pod {
 		ps, _ := named.Pods(end) // none: an address, or an error below

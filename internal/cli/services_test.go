@@ -68,6 +68,8 @@ ALLOWED  shop/client (198.18.0.10) -> shop/web-0 (198.18.0.1) port 8080/tcp
 		{"no such Service", []string{"--to", "svc/shop/wbe", "--port", "80"}, 2, "", `--to "svc/shop/wbe": no such Service (did you mean shop/web?)`},
 		{"no such Service port", []string{"--to", "svc/shop/web", "--port", "https"}, 2, "", "Service shop/web has no port https (it has: http=80/tcp)"},
 		{"a port of another protocol", []string{"--to", "svc/shop/web", "--port", "80/udp"}, 2, "", "Service shop/web has no port 80/udp"},
+		{"--protocol as the API spells it", []string{"--to", "svc/shop/web", "--port", "80", "--protocol", "UDP"}, 2, "", "Service shop/web has no port 80/udp"},
+		{"--protocol against the port's own", []string{"--to", "svc/shop/web", "--port", "80/tcp", "--protocol", "UDP"}, 2, "", `port "80/tcp" is TCP, but --protocol says UDP`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +88,7 @@ func TestExplainServiceJSON(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var v struct {
+		Allowed          bool
 		Service, Summary string
 		Reachable        int
 		Port             struct {
@@ -103,9 +106,16 @@ func TestExplainServiceJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := json.Marshal(v)
-	want := `{"Service":"shop/web","Summary":"reachable through 1 of 2 backends","Reachable":1,"Port":{"Name":"http","Protocol":"TCP","TargetPort":"http","Port":80},"Backends":[{"Allowed":true,"To":{"Name":"shop/web-0","IP":"198.18.0.1"},"Port":8080,"Ingress":{"Allowed":true}},{"Allowed":false,"To":{"Name":"shop/web-1","IP":"198.18.0.2"},"Port":9090,"Ingress":{"Allowed":false}}]}`
+	want := `{"Allowed":false,"Service":"shop/web","Summary":"reachable through 1 of 2 backends","Reachable":1,"Port":{"Name":"http","Protocol":"TCP","TargetPort":"http","Port":80},"Backends":[{"Allowed":true,"To":{"Name":"shop/web-0","IP":"198.18.0.1"},"Port":8080,"Ingress":{"Allowed":true}},{"Allowed":false,"To":{"Name":"shop/web-1","IP":"198.18.0.2"},"Port":9090,"Ingress":{"Allowed":false}}]}`
 	if string(got) != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	// jq .allowed answers for a Service as for a pod: true when every
+	// backend is allowed (the IPv6 cluster IP leads to web-0 alone).
+	code, out, stderr = run(t, svcCluster, "explain", "-f", "-", "--from", "shop/client", "--to", "fd00:96::80", "--port", "80", "--protocol", "TCP", "-o", "json")
+	var top struct{ Allowed *bool }
+	if err := json.Unmarshal([]byte(out), &top); code != 0 || err != nil || top.Allowed == nil || !*top.Allowed {
+		t.Errorf("every backend allowed: exit %d, %v, allowed %v; stderr %s", code, err, top.Allowed, stderr)
 	}
 }
 

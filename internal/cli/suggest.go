@@ -53,11 +53,13 @@ Flows (--flows, repeatable: every node's record file at once; - for stdin):
     with verdict "deny" are skipped (their number goes to stderr): they
     are connections the policies refused, not traffic to allow;
   - CSV lines from,to,port[,count] (a header line is allowed);
-  - a JSON array of {"from","to","port","count"};
+  - a JSON array of {"from","to","port","protocol","count"}, port a
+    number (5432, as the Kubernetes API writes it) or a string;
   - the JSON of netpol lab probe -o json (its allowed flows).
 from and to are workloads (namespace/Kind/name, as the agent records a
 controller's pods: shop/Deployment/web), pods (namespace/name) or
-addresses; port is 8080/tcp, TCP when left out. A flow naming a workload
+addresses; port is 8080/tcp (TCP when left out) or the name of a
+container port every destination pod declares. A flow naming a workload
 stands for every pod of it. Flows equal in from, to and port (from several
 files, or lines of one) are merged, their counts summed.
 
@@ -134,14 +136,14 @@ under -o json.`,
 			if slices.Contains(in.files, "-") && slices.Contains(flowPaths, "-") {
 				return usageError{fmt.Errorf("-f - and --flows - both read stdin: give one of them a file")}
 			}
-			flows, err := readFlows(cmd, flowPaths)
-			if err != nil {
-				return err
-			}
 			// The check builds again over the objects read, with the
 			// suggestion added.
 			in.builder = &pipeline.Builder{Options: in.pipelineOptions()}
 			before, err := in.load(cmd)
+			if err != nil {
+				return err
+			}
+			flows, err := readFlows(cmd, suggest.NewEnds(before.Cluster()), flowPaths)
 			if err != nil {
 				return err
 			}
@@ -187,7 +189,7 @@ under -o json.`,
 // flow between two nodes' pods is in both nodes' record files). The
 // denied lines of record files are counted on stderr: they are not
 // traffic to allow, and a reader should know they were there.
-func readFlows(cmd *cobra.Command, paths []string) ([]suggest.Flow, error) {
+func readFlows(cmd *cobra.Command, ends *suggest.Ends, paths []string) ([]suggest.Flow, error) {
 	var all []suggest.Flow
 	for _, path := range paths {
 		var data []byte
@@ -200,7 +202,7 @@ func readFlows(cmd *cobra.Command, paths []string) ([]suggest.Flow, error) {
 		if err != nil {
 			return nil, troubleError{fmt.Errorf("--flows: %w", err)}
 		}
-		flows, denied, err := suggest.ReadFlows(data)
+		flows, denied, err := ends.ReadFlows(data)
 		if err != nil {
 			return nil, troubleError{fmt.Errorf("%s: %w", path, err)}
 		}

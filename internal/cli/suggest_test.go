@@ -46,6 +46,16 @@ status: {podIP: 198.18.1.2}
 	if stderr != want {
 		t.Errorf("stderr %q, want %q", stderr, want)
 	}
+	// The same flow as JSON the way the API spells a port: a number and
+	// a protocol beside it, or the destination's port name.
+	for _, flow := range []string{
+		`[{"from": "shop/client", "to": "shop/web-0", "port": 8080, "protocol": "TCP", "count": 5}]`,
+		`[{"from": "shop/client", "to": "shop/web-0", "port": "http", "count": 5}]`,
+	} {
+		if code, jsonOut, stderr := run(t, flow, "suggest", "-f", cluster, "--flows", "-"); code != 0 || jsonOut != out {
+			t.Errorf("%s: exit %d, %s\n%s\nwant the policies of the CSV flow", flow, code, stderr, jsonOut)
+		}
+	}
 	outDir := filepath.Join(dir, "suggested")
 	if code, _, stderr := run(t, "", "suggest", "-f", cluster, "--flows", flows, "--out-dir", outDir); code != 0 {
 		t.Fatalf("--out-dir: exit %d: %s", code, stderr)

@@ -4,6 +4,7 @@
 package l4
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -131,6 +132,48 @@ func ParsePortSpec(s string) (PortSpec, error) {
 	}
 	spec.Name = value
 	return spec, nil
+}
+
+// ParsePortProto parses a port given with its protocol beside it, as the
+// Kubernetes API writes one ({port: 53, protocol: UDP}): protocol "" leaves
+// the port's own, and a port that names a protocol must name the same.
+// field is where protocol came from ("protocol", "--protocol"), for the
+// error.
+func ParsePortProto(port, protocol, field string) (PortSpec, error) {
+	spec, err := ParsePortSpec(port)
+	if err != nil || protocol == "" {
+		return spec, err
+	}
+	p, err := ParseProtocol(protocol)
+	if err != nil {
+		return spec, fmt.Errorf("%s: %w", field, err)
+	}
+	if spec.Proto != 0 && spec.Proto != p {
+		return spec, fmt.Errorf("port %q is %s, but %s says %s", port, spec.Proto, field, p)
+	}
+	spec.Proto = p
+	return spec, nil
+}
+
+// PortValue is a port as a JSON or YAML document writes it: a number, as
+// the Kubernetes API spells one (5432), or a string ("5432", "53/udp",
+// "postgres"). It stays text for ParsePortSpec or ParsePortProto, which
+// say what is wrong with it.
+type PortValue string
+
+// UnmarshalJSON accepts a number or a string.
+func (v *PortValue) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*v = PortValue(s)
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("port: %s is neither a number nor a string", b)
+	}
+	*v = PortValue(strconv.FormatInt(n, 10))
+	return nil
 }
 
 func (s PortSpec) String() string {

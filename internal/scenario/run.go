@@ -346,7 +346,7 @@ func runStep(st *store, file string, i int, step Step, opts Options, sr *StepRes
 		}
 	}
 	for j, f := range step.Flows {
-		spec, err := l4.ParsePortSpec(f.Port)
+		spec, err := l4.ParsePortProto(string(f.Port), f.Protocol, "protocol")
 		if err != nil {
 			return fmt.Errorf("%s steps[%d].flows[%d].port: %w", file, i, j, err)
 		}

@@ -111,12 +111,13 @@ type Override struct {
 // to), and ResolvedAs gives the names an address To was resolved from:
 // what domainNames peers match.
 type FlowExpectation struct {
-	From       string   `json:"from"`
-	To         string   `json:"to"`
-	Port       string   `json:"port"`
-	Allowed    bool     `json:"allowed"`
-	Reach      string   `json:"reach,omitempty"`
-	ResolvedAs []string `json:"resolvedAs,omitempty"`
+	From       string       `json:"from"`
+	To         string       `json:"to"`
+	Port       l4.PortValue `json:"port"`
+	Protocol   string       `json:"protocol,omitempty"`
+	Allowed    bool         `json:"allowed"`
+	Reach      string       `json:"reach,omitempty"`
+	ResolvedAs []string     `json:"resolvedAs,omitempty"`
 }
 
 // PortList is a list of ports written as 80, "80/tcp" or "53/udp".
@@ -129,15 +130,11 @@ func (p *PortList) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("ports: want a list")
 	}
 	for _, r := range raw {
-		var s string
-		if err := json.Unmarshal(r, &s); err != nil {
-			var n int
-			if err := json.Unmarshal(r, &n); err != nil {
-				return fmt.Errorf("ports: %s is neither a number nor a string", r)
-			}
-			s = fmt.Sprint(n)
+		var v l4.PortValue
+		if err := v.UnmarshalJSON(r); err != nil {
+			return err // "port: ... is neither a number nor a string"
 		}
-		*p = append(*p, s)
+		*p = append(*p, string(v))
 	}
 	return nil
 }

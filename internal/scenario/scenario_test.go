@@ -200,3 +200,36 @@ func TestServiceFlowErrors(t *testing.T) {
 		t.Errorf("a flow to the address of a topology Service:\n%s", b.String())
 	}
 }
+
+// TestFlowPortsAsTheAPISpellsThem: a flow's port may be written as the
+// Kubernetes API writes one, a number with the protocol beside it.
+func TestFlowPortsAsTheAPISpellsThem(t *testing.T) {
+	step := func(flow string) string {
+		return "name: x\ntopology: {namespaces: [shop], pods: [shop/web, shop/batch], ports: [80, 53/udp]}\nsteps: [{apply: [{apiVersion: networking.k8s.io/v1, kind: NetworkPolicy, metadata: {name: web, namespace: shop}, spec: {podSelector: {matchLabels: {pod: web}}, ingress: [{ports: [{port: 53, protocol: UDP}]}]}}], flows: [" + flow + "]}]"
+	}
+	for _, flow := range []string{
+		"{from: shop/batch, to: shop/web, port: 53, protocol: UDP, allowed: true}",
+		"{from: shop/batch, to: shop/web, port: 80, protocol: TCP, allowed: false}",
+		"{from: shop/batch, to: shop/web, port: serve-53-udp, protocol: UDP, allowed: true}",
+		"{from: shop/batch, to: shop/web, port: 53, allowed: false}", // TCP
+	} {
+		s, err := Parse("s.yaml", []byte(step(flow)))
+		if err != nil {
+			t.Errorf("%s: %v", flow, err)
+			continue
+		}
+		if r := Run(s, Options{}); !r.Passed() {
+			var b strings.Builder
+			WriteFailure(&b, r)
+			t.Errorf("%s:\n%s", flow, b.String())
+		}
+	}
+	s, err := Parse("s.yaml", []byte(step("{from: shop/batch, to: shop/web, port: 53/tcp, protocol: UDP, allowed: true}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `steps[0].flows[0].port: port "53/tcp" is TCP, but protocol says UDP`
+	if r := Run(s, Options{}); len(r.Steps) != 1 || r.Steps[0].Err == nil || !strings.Contains(r.Steps[0].Err.Error(), want) {
+		t.Errorf("a protocol that contradicts the port: %+v, want %q", r.Steps, want)
+	}
+}

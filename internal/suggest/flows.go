@@ -2,6 +2,7 @@ package suggest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -19,7 +20,9 @@ import (
 //
 //   - CSV: from,to,port[,count], with or without a header line
 //     ("from,to,port,count"); port as 8080/tcp (TCP when left out);
-//   - a JSON array of {"from", "to", "port", "count"};
+//   - a JSON array of {"from", "to", "port", "protocol", "count"}, port a
+//     number or a string as in CSV, protocol beside it as the Kubernetes
+//     API writes one ("TCP" when neither says);
 //   - the JSON of `netpol lab probe -o json` (one object with "flows"):
 //     its allowed flows;
 //   - the agent's record file: JSON lines, one object per line,
@@ -30,11 +33,24 @@ import (
 // From and to are pods (namespace/name), workloads (namespace/Kind/name)
 // or addresses. Flows equal in from, to and port are merged, their counts
 // summed, so that a policy's annotation lists each once. Errors name the
-// line (the element of a JSON array).
+// line (the element of a JSON array). A port given by name is an error
+// here: Ends.ReadFlows resolves names against the destination's pods.
 func ReadFlows(data []byte) (flows []Flow, denied int, err error) {
+	return readFlows(data, nil)
+}
+
+// ReadFlows is the package's ReadFlows with port names resolved: a flow
+// to "shop/db-0" on "postgres" is on the port db-0 declares by that name
+// (of the protocol given, when one is). Every pod the destination names
+// must declare the name alike.
+func (e *Ends) ReadFlows(data []byte) (flows []Flow, denied int, err error) {
+	return readFlows(data, e)
+}
+
+func readFlows(data []byte, named *Ends) (flows []Flow, denied int, err error) {
 	trimmed := bytes.TrimSpace(data)
 	var m merger
-	p := parser{ports: map[string]l4.Port{}}
+	p := parser{ports: map[portText]l4.Port{}, named: named}
 	switch {
 	case len(trimmed) == 0:
 		return nil, 0, nil
@@ -122,8 +138,13 @@ func isProbe(data []byte) (bool, error) {
 // parser turns the fields of one flow into a Flow. It keeps the ports it
 // has parsed: a record file of a million lines names a few dozen.
 type parser struct {
-	ports map[string]l4.Port
+	ports map[portText]l4.Port
+	named *Ends // resolves port names; nil: a name is an error
 }
+
+// portText is a port as a flow wrote it: numbers are the same port to
+// every destination, a name is a port of its destination's pods.
+type portText struct{ to, port, protocol string }
 
 func (p *parser) csv(m *merger, data []byte) error {
 	r := csv.NewReader(bytes.NewReader(data))
@@ -153,7 +174,7 @@ func (p *parser) csv(m *merger, data []byte) error {
 				return fmt.Errorf("flows line %d: count %q: want a positive number", line, rec[3])
 			}
 		}
-		f, err := p.flow(rec[0], rec[1], rec[2], count)
+		f, err := p.flow(rec[0], rec[1], rec[2], "", count)
 		if err != nil {
 			return fmt.Errorf("flows line %d: %w", line, err)
 		}
@@ -162,12 +183,13 @@ func (p *parser) csv(m *merger, data []byte) error {
 }
 
 type jsonFlow struct {
-	From   string `json:"from"`
-	To     string `json:"to"`
-	Port   string `json:"port"`
-	Count  int    `json:"count"`
-	Kernel string `json:"kernel"` // lab probe: "allowed", "denied", "error: ..."
-	DstIP  string `json:"dstIP"`  // lab probe: the address probed
+	From     string       `json:"from"`
+	To       string       `json:"to"`
+	Port     l4.PortValue `json:"port"`
+	Protocol string       `json:"protocol"`
+	Count    int          `json:"count"`
+	Kernel   string       `json:"kernel"` // lab probe: "allowed", "denied", "error: ..."
+	DstIP    string       `json:"dstIP"`  // lab probe: the address probed
 }
 
 func (p *parser) fromJSON(m *merger, rows []jsonFlow, probe bool) error {
@@ -179,7 +201,7 @@ func (p *parser) fromJSON(m *merger, rows []jsonFlow, probe bool) error {
 		if probe && row.DstIP != "" {
 			to = row.DstIP // the family the probe took
 		}
-		f, err := p.flow(row.From, to, row.Port, max(row.Count, 1))
+		f, err := p.flow(row.From, to, string(row.Port), row.Protocol, max(row.Count, 1))
 		if err != nil {
 			return fmt.Errorf("flows[%d]: %w", i, err)
 		}
@@ -213,27 +235,46 @@ func (p *parser) records(m *merger, data []byte) (denied int, err error) {
 			denied++
 			continue
 		}
-		f, err := p.flow(r.From, r.To, r.Port, r.Count)
-		if err != nil {
-			return 0, fmt.Errorf("flows line %d: %w", line, err)
+		// The agent writes numbers: a name here is no record of it.
+		k := portText{port: r.Port}
+		pt, ok := p.ports[k]
+		if !ok {
+			if pt, err = observed.ParsePort(r.Port); err != nil {
+				return 0, fmt.Errorf("flows line %d: %w", line, err)
+			}
+			p.ports[k] = pt
 		}
-		f.Recorded = true
+		f := Flow{From: r.From, To: r.To, Port: pt, Count: r.Count, Recorded: true}
 		m.add(f)
 	}
 	return denied, nil
 }
 
-func (p *parser) flow(from, to, port string, count int) (Flow, error) {
+func (p *parser) flow(from, to, port, protocol string, count int) (Flow, error) {
 	if from == "" || to == "" {
 		return Flow{}, fmt.Errorf("a flow needs from and to")
 	}
-	pt, ok := p.ports[port]
+	k := portText{port: port, protocol: protocol}
+	pt, ok := p.ports[k]
 	if !ok {
-		var err error
-		if pt, err = observed.ParsePort(port); err != nil {
+		spec, err := l4.ParsePortProto(port, protocol, "protocol")
+		if err != nil {
 			return Flow{}, err
 		}
-		p.ports[port] = pt
+		if spec.Name != "" {
+			k.to = to // a name is its destination's
+			if pt, ok = p.ports[k]; !ok {
+				if p.named == nil {
+					return Flow{}, fmt.Errorf("port %q: a port name needs the destination's pods; name the port by number", spec)
+				}
+				if pt, err = p.named.NamedPort(to, spec); err != nil {
+					return Flow{}, err
+				}
+			}
+		} else {
+			pt = l4.Port{Proto: cmp.Or(spec.Proto, l4.TCP), Num: spec.Num}
+		}
+		p.ports[k] = pt
 	}
 	return Flow{From: from, To: to, Port: pt, Count: count}, nil
 }

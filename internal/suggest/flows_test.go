@@ -28,7 +28,7 @@ func TestReadFlows(t *testing.T) {
 	}
 	for in, wantErr := range map[string]string{
 		"a,b\n":                      "flows line 1: 2 fields, want from,to,port[,count]",
-		"a,b,http\n":                 `flows line 1: port "http": want one port, as 8080/tcp`,
+		"a,b,http\n":                 `flows line 1: port "http": a port name needs the destination's pods; name the port by number`,
 		"a,b,80,0\n":                 `flows line 1: count "0": want a positive number`,
 		`[{"from":"a","port":"80"}]`: "flows[0]: a flow needs from and to",
 		// Lines are the file's: blank lines and the header count.
@@ -119,4 +119,59 @@ func FuzzReadFlows(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReadFlowsAsTheAPISpellsPorts: a flow's port written the way the
+// Kubernetes API writes one (a number, a container port's name, and the
+// protocol in a field of its own) reads as the flow it means. A name is
+// the destination's: every pod a workload names must declare it alike.
+func TestReadFlowsAsTheAPISpellsPorts(t *testing.T) {
+	e := build(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: db-0, namespace: shop, labels: {app: db}, ownerReferences: [{kind: StatefulSet, name: db, apiVersion: apps/v1, uid: u1, controller: true}]}
+spec: {containers: [{name: c, ports: [{name: postgres, containerPort: 5432}, {name: dns, containerPort: 53, protocol: UDP}, {name: metrics, containerPort: 9187}]}]}
+status: {podIP: 198.18.0.1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-1, namespace: shop, labels: {app: db}, ownerReferences: [{kind: StatefulSet, name: db, apiVersion: apps/v1, uid: u1, controller: true}]}
+spec: {containers: [{name: c, ports: [{name: postgres, containerPort: 5432}, {name: metrics, containerPort: 9188}]}]}
+status: {podIP: 198.18.0.2}
+`)
+	ends := NewEnds(e.Cluster())
+	tcp, udp := func(n uint16) l4.Port { return l4.Port{Proto: l4.TCP, Num: n} }, func(n uint16) l4.Port { return l4.Port{Proto: l4.UDP, Num: n} }
+	for in, want := range map[string]Flow{
+		`[{"from": "shop/web-0", "to": "shop/db-0", "port": 5432, "protocol": "TCP"}]`:             {"shop/web-0", "shop/db-0", tcp(5432), 1, false},
+		`[{"from": "shop/web-0", "to": "shop/db-0", "port": 53, "protocol": "UDP"}]`:               {"shop/web-0", "shop/db-0", udp(53), 1, false},
+		`[{"from": "shop/web-0", "to": "shop/db-0", "port": "53", "protocol": "udp", "count": 2}]`: {"shop/web-0", "shop/db-0", udp(53), 2, false},
+		`[{"from": "shop/web-0", "to": "shop/db-0", "port": "postgres"}]`:                          {"shop/web-0", "shop/db-0", tcp(5432), 1, false},
+		`[{"from": "shop/web-0", "to": "shop/db-0", "port": "dns", "protocol": "UDP"}]`:            {"shop/web-0", "shop/db-0", udp(53), 1, false},
+		`[{"from": "shop/web-0", "to": "shop/StatefulSet/db", "port": "postgres"}]`:                {"shop/web-0", "shop/StatefulSet/db", tcp(5432), 1, false},
+		`[{"from": "shop/web-0", "to": "198.18.0.2", "port": "postgres"}]`:                         {"shop/web-0", "198.18.0.2", tcp(5432), 1, false},
+		"shop/web-0,shop/db-0,postgres\n":                                                          {"shop/web-0", "shop/db-0", tcp(5432), 1, false},
+	} {
+		got, _, err := ends.ReadFlows([]byte(in))
+		if err != nil || !slices.Equal(got, []Flow{want}) {
+			t.Errorf("%s: %v %v, want %v", in, got, err, want)
+		}
+	}
+	for in, wantErr := range map[string]string{
+		`[{"from": "a/x", "to": "shop/db-0", "port": 5432, "protocol": "ICMP"}]`:           `flows[0]: protocol: unknown protocol "ICMP" (want TCP, UDP or SCTP)`,
+		`[{"from": "a/x", "to": "shop/db-0", "port": "5432/tcp", "protocol": "UDP"}]`:      `flows[0]: port "5432/tcp" is TCP, but protocol says UDP`,
+		`[{"from": "a/x", "to": "shop/db-0", "port": true}]`:                               `flows (JSON): port: true is neither a number nor a string`,
+		`[{"from": "a/x", "to": "shop/db-0", "port": "postgres", "protocol": "UDP"}]`:      `flows[0]: port "postgres/udp": shop/db-0 declares no container port named "postgres" over UDP`,
+		`[{"from": "a/x", "to": "shop/StatefulSet/db", "port": "dns", "protocol": "UDP"}]`: `flows[0]: port "dns/udp": shop/db-1 declares no container port named "dns" over UDP`,
+		`[{"from": "a/x", "to": "shop/StatefulSet/db", "port": "metrics"}]`:                `flows[0]: port "metrics" of shop/StatefulSet/db: shop/db-0 declares it as 9187/tcp, shop/db-1 as 9188/tcp; name the port by number`,
+		`[{"from": "a/x", "to": "198.18.9.9", "port": "postgres"}]`:                        `flows[0]: port "postgres": no pod has the address 198.18.9.9, so nothing names its ports; name the port by number`,
+		`[{"from": "a/x", "to": "shop/db-9", "port": "postgres"}]`:                         `flows[0]: flow names pod shop/db-9, which the input does not have`,
+	} {
+		if _, _, err := ends.ReadFlows([]byte(in)); err == nil || err.Error() != wantErr {
+			t.Errorf("%s:\n got %v\nwant %s", in, err, wantErr)
+		}
+	}
+	// Without the input's pods, a name has nothing to resolve against.
+	if _, _, err := ReadFlows([]byte(`[{"from":"a/x","to":"b/y","port":"http"}]`)); err == nil || err.Error() != `flows[0]: port "http": a port name needs the destination's pods; name the port by number` {
+		t.Errorf("a name without pods: %v", err)
+	}
 }
