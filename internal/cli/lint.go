@@ -32,6 +32,8 @@ object and field, and a one-line hint:
   named-port-undeclared          named ports no destination pod declares
   isolated-allows-nothing        pods isolated by NetworkPolicies with nothing allowed
   dns-blocked                    pods that cannot reach the k8s-app=kube-dns pods on 53/udp
+  exposed-to-all                 rules that open a workload's ingress to every source, 0.0.0.0/0
+                                 or ::/0 (warning), or to every namespace's pods (info)
   kep-field                      KEP-2091 / v0.1.1 fields current clusters reject
   unknown-field                  fields an admin policy's API does not have (a misspelt
                                  ports:), an error unless --lenient

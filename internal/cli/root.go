@@ -115,7 +115,7 @@ Installed on the PATH as kubectl-netpol, it is a kubectl plugin:
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newExplain(), newMatrix(), newDiff(), newLint(), newCompile(), newSuggest(), newConvert(), newAgent(), newLab(), newTest(), newVersion())
+	root.AddCommand(newExplain(), newMatrix(), newDiff(), newLint(), newCompile(), newSuggest(), newConvert(), newExposure(), newAgent(), newLab(), newTest(), newVersion())
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
 }

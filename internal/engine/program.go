@@ -96,6 +96,9 @@ func (e *Engine) ProgramKey(pod *state.Pod) ProgramKey {
 	return ProgramKey{e.applicable(pod)}
 }
 
+// Peer is the peer as its rule wrote it: its selectors, block or names.
+func (ps PeerSet) Peer() policy.Peer { return ps.peer.Peer }
+
 // Pods lists the members of a PeerPods peer: never host-network pods.
 func (ps PeerSet) Pods() []*state.Pod { return slices.Collect(ps.All()) }
 

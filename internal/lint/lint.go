@@ -5,7 +5,8 @@
 // KEP-2091 draft API that current clusters reject.
 //
 // It sits beside the engine's other front ends (explain, matrix): it imports
-// engine, policy, state, source and diag, and nothing imports it but cli.
+// engine, exposure, policy, state, source and diag, and nothing imports it
+// but cli.
 // Findings are asked of the engine, not guessed from selectors: a rule is
 // "overridden" when the engine's trace says an admin rule decided every flow
 // the rule matches, among the pods of the given state. To stay fast it asks
@@ -57,6 +58,9 @@
 //	                                                only in Allow (Accept) rules; the peer matches nothing
 //	domain-names-cluster-local    warning           a domainNames entry in the cluster's domain: Service names resolve
 //	                                                to cluster IPs, which policy never sees
+//	exposed-to-all                warning, info     a rule opens workloads' ingress to every source or every address
+//	                                                (0.0.0.0/0, ::/0: warning) or to every namespace's pods (info),
+//	                                                with nothing before it that could take part back
 //	input                         warning           a warning of reading the input (decoder, state, normalisation)
 //	no-pods                       info              the input has no pods: the checks that need pods were skipped
 package lint
@@ -128,6 +132,7 @@ const (
 	CodeDomainNamesCluster = "domain-names-cluster-local"
 	CodeInput              = "input"
 	CodeNoPods             = "no-pods"
+	CodeExposed            = "exposed-to-all"
 )
 
 // Rule describes a code for tools that list them (SARIF's rules).
@@ -274,6 +279,7 @@ func (l *linter) run(loaded diag.List, opts Options) []Finding {
 		l.servicePorts()
 		l.unreachableServices()
 		l.isolation()
+		l.exposed()
 	}
 	sortFindings(l.out)
 	return l.out

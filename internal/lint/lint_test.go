@@ -198,7 +198,46 @@ spec:
   - from: [{namespaceSelector: {}}]
   - from: [{podSelector: {matchLabels: {app: worker}}}]
     ports: [{port: 80}]`,
-		want: []string{"info rule-shadowed NetworkPolicy b/server spec.ingress[1] [b/worker -> b/server on 80/tcp]"},
+		want: []string{"info exposed-to-all NetworkPolicy b/server spec.ingress[0]", "info rule-shadowed NetworkPolicy b/server spec.ingress[1] [b/worker -> b/server on 80/tcp]"},
+	}, {
+		name: "a rule open to every address, and one open to every namespace",
+		policies: `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: server, namespace: b}
+spec:
+  podSelector: {matchLabels: {app: server}}
+  ingress:
+  - from: [{ipBlock: {cidr: 0.0.0.0/0}}]
+    ports: [{port: 5432}]
+  - from: [{ipBlock: {cidr: 0.0.0.0/0, except: [198.18.0.0/15]}}, {namespaceSelector: {}, podSelector: {matchLabels: {app: worker}}}]
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: worker, namespace: b}
+spec:
+  podSelector: {matchLabels: {app: worker}}
+  ingress: [{from: [{namespaceSelector: {}}]}]`,
+		want: []string{"warning exposed-to-all NetworkPolicy b/server spec.ingress[0]", "info exposed-to-all NetworkPolicy b/worker spec.ingress[0]"},
+	}, {
+		name: "open to every namespace, but an admin rule decides first",
+		policies: `
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: worker, namespace: b}
+spec:
+  podSelector: {matchLabels: {app: worker}}
+  ingress: [{from: [{namespaceSelector: {}}]}]
+---
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: AdminNetworkPolicy
+metadata: {name: first}
+spec:
+  priority: 1
+  subject: {namespaces: {matchLabels: {kubernetes.io/metadata.name: b}}}
+  ingress: [{action: Deny, from: [{namespaces: {matchLabels: {kubernetes.io/metadata.name: a}}}]}]`,
+		// No exposed-to-all: the deny takes namespace a back.
+		want: []string{"warning admin-overrides-networkpolicy NetworkPolicy b/worker spec.ingress[0] [a/client -> b/worker on 80/tcp]"},
 	}, {
 		name: "subject and peers that select nothing",
 		policies: `
@@ -368,7 +407,7 @@ spec:
 	for _, f := range fs {
 		got = append(got, short(f))
 	}
-	want := "warning input NetworkPolicy b/server spec.policyTypes"
+	want := "warning exposed-to-all NetworkPolicy b/server spec.ingress[0]\nwarning input NetworkPolicy b/server spec.policyTypes"
 	if strings.Join(got, "\n") != want {
 		t.Errorf("got %v, want %s", got, want)
 	}

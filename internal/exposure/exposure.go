@@ -1,0 +1,333 @@
+// Package exposure answers who could reach a workload, and what it could
+// reach, beyond the pods that exist today. A matrix decides the pods of
+// the input; a reviewer asks what a new pod could do. So exposure is told
+// in selectors and address blocks, not pods: per workload and direction,
+// the entries that decide its traffic, in the order the tiers decide
+// (the first entry that matches a connection decides it), each with the
+// rule it comes from, and how many pods each selector matches today,
+// since it matches every pod labelled alike later.
+//
+// It is exact because it is the tier walk itself (engine.Program) read
+// as text: nothing is summarised away, so an entry shadowed by an earlier
+// one is still listed, after it. It is a front end of the engine and is
+// imported only by cli and lint.
+package exposure
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/policy"
+)
+
+// Workload is the exposure of one workload: a controller's pods in a
+// namespace, or a bare pod. Pods of one workload that policies select
+// differently (a rollout half done, a label on one pod) are a Workload
+// each.
+type Workload struct {
+	Namespace string `json:"namespace"`
+	Kind      string `json:"kind,omitempty"` // the controller's kind; "" for a bare pod
+	Name      string `json:"name"`
+	// Pods are the pods these answers are for, namespace/name.
+	Pods    []string `json:"pods"`
+	Ingress Side     `json:"ingress"`
+	Egress  Side     `json:"egress"`
+}
+
+// Display names the workload as flows and records do: namespace/Kind/name,
+// or namespace/name for a bare pod.
+func (w *Workload) Display() string {
+	if w.Kind == "" {
+		return w.Namespace + "/" + w.Name
+	}
+	return w.Namespace + "/" + w.Kind + "/" + w.Name
+}
+
+// Side is one direction of a workload: who may connect to it (ingress),
+// or what it may connect to (egress).
+type Side struct {
+	// Entries decide in order: the first that matches a connection
+	// decides it; a Pass leaves it to the NetworkPolicy tier (from the
+	// admin tier) or to the default (from a ClusterNetworkPolicy's
+	// baseline tier).
+	Entries []Entry `json:"entries"`
+	// Rest is what no entry decides: "allow" (the default), or "deny"
+	// when NetworkPolicies isolate the pods (IsolatedBy says which).
+	Rest       string   `json:"rest"`
+	IsolatedBy []string `json:"isolatedBy,omitempty"`
+	// Open names what the side is open to by an allowing entry that
+	// nothing before it can take back: "every namespace" (every pod of
+	// every namespace), "0.0.0.0/0", "::/0", or by the default,
+	// "anything".
+	Open []string `json:"open,omitempty"`
+}
+
+// Entry is one peer of one rule, as it decides for the workload.
+type Entry struct {
+	Tier    string `json:"tier"`    // admin, networkpolicy, baseline
+	Verdict string `json:"verdict"` // allow, deny, pass
+	// Peer is the selection in words: "pods app=web in namespaces
+	// env=prod", "198.18.0.0/15 except 198.18.1.0/24", "nodes role=infra",
+	// "domains *.example.com", "anything" (a rule without peers).
+	Peer  string `json:"peer"`
+	Ports string `json:"ports"` // "8080/tcp, 53/udp", "http", or "any"
+	// Policy and Rule are where the entry comes from.
+	Policy policy.Ref `json:"policy"`
+	Rule   string     `json:"rule"`
+	// PodsToday is how many pods a pod peer selects today (nil for other
+	// peers): it selects every pod labelled alike later as well.
+	PodsToday *int `json:"podsToday,omitempty"`
+	// Opens is what the entry opens fully, with nothing before it that
+	// could take part back: "every namespace", "0.0.0.0/0", "::/0" or
+	// "anything" (see Side.Open).
+	Opens string `json:"opens,omitempty"`
+	// Note says what the reader should know about the entry: a rule that
+	// is invalid and decides in its fail-closed form, or one that an
+	// earlier entry leaves nothing to.
+	Note string `json:"note,omitempty"`
+	// Source is the rule, for a caller that points at its field.
+	Source *policy.Rule `json:"-"`
+}
+
+// Options choose the workloads.
+type Options struct {
+	// Namespaces, when set, are the only namespaces whose workloads are
+	// reported.
+	Namespaces []string
+}
+
+// Of returns the exposure of every workload of e's cluster (host-network
+// pods excepted: policies never select them), by namespace, name and kind.
+func Of(e *engine.Engine, opts Options) []Workload {
+	type group struct {
+		workload string
+		key      engine.ProgramKey
+	}
+	var order []group
+	byGroup := map[group]*Workload{}
+	sides := map[group][2]Side{}
+	counts := map[string]int{} // pod peers' members, by selection key
+	for _, p := range e.Cluster().Pods {
+		if p.HostNetwork || len(opts.Namespaces) > 0 && !slices.Contains(opts.Namespaces, p.Namespace.Name) {
+			continue
+		}
+		g := group{p.Workload(), e.ProgramKey(p)}
+		w := byGroup[g]
+		if w == nil {
+			kind, name := p.Controller()
+			w = &Workload{Namespace: p.Namespace.Name, Kind: kind, Name: name}
+			byGroup[g] = w
+			order = append(order, g)
+			var s [2]Side
+			for _, d := range policy.Directions {
+				s[d] = side(e, e.Program(p, d), d, counts)
+			}
+			sides[g] = s
+		}
+		w.Pods = append(w.Pods, p.Key())
+	}
+	out := make([]Workload, 0, len(order))
+	for _, g := range order {
+		w := byGroup[g]
+		w.Ingress, w.Egress = sides[g][policy.Ingress], sides[g][policy.Egress]
+		out = append(out, *w)
+	}
+	slices.SortStableFunc(out, func(a, b Workload) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind))
+	})
+	return out
+}
+
+var tierWords = map[policy.Tier]string{policy.TierAdmin: "admin", policy.TierNetworkPolicy: "networkpolicy", policy.TierBaseline: "baseline"}
+
+// side reads one direction's program as entries.
+func side(e *engine.Engine, prog engine.Program, dir policy.Direction, counts map[string]int) Side {
+	var s Side
+	takesBack := false // an entry before this one denies or passes something
+	for _, tp := range prog.Tiers {
+		// In the first-match tiers, an earlier entry on every port that
+		// takes every pod (or everything) decides all that a later pod
+		// peer (or any later peer) could match.
+		var allPods, all string
+		for _, ar := range tp.Rules {
+			verdict := strings.ToLower(ar.Rule.Action.String())
+			ports := portsText(ar.Rule)
+			base := Entry{Tier: tierWords[tp.Tier], Verdict: verdict, Ports: ports, Policy: ar.Policy.Ref, Rule: ar.Rule.Label(), Source: ar.Rule}
+			if ar.Rule.FailClosed {
+				base.Note = "invalid: decides in its fail-closed form"
+				if ar.Rule.Action == policy.Allow {
+					base.Note = "invalid: matches nothing (its fail-closed form)"
+				}
+			}
+			shadowed := func(pods bool) string {
+				by := all
+				if by == "" && pods {
+					by = allPods
+				}
+				if by == "" || tp.Tier == policy.TierNetworkPolicy {
+					return base.Note
+				}
+				return "never reached: " + by + " decides all of it first"
+			}
+			if ar.Peers == nil {
+				en := base
+				en.Peer = "anything"
+				en.Note = shadowed(false)
+				if !takesBack && verdict == "allow" && !ar.Rule.FailClosed && ports == "any" {
+					en.Opens = "anything"
+					s.Open = appendNew(s.Open, en.Opens)
+				}
+				s.Entries = append(s.Entries, en)
+			}
+			for _, ps := range ar.Peers {
+				en := base
+				en.Peer = peerText(ps.Peer(), dir)
+				en.Note = shadowed(ps.Kind == policy.PeerPods)
+				if ps.Kind == policy.PeerPods {
+					n, ok := counts[ps.Key]
+					if !ok {
+						for range ps.All() {
+							n++
+						}
+						counts[ps.Key] = n
+					}
+					en.PodsToday = &n
+				}
+				if !takesBack && verdict == "allow" && !ar.Rule.FailClosed {
+					if en.Opens = openTo(ps.Peer()); en.Opens != "" {
+						s.Open = appendNew(s.Open, en.Opens)
+					}
+				}
+				s.Entries = append(s.Entries, en)
+			}
+			if verdict != "allow" {
+				takesBack = true
+			}
+			if ports == "any" && !ar.Rule.FailClosed {
+				by := ar.Policy.Ref.String() + " " + ar.Rule.Label()
+				if ar.Peers == nil && all == "" {
+					all = by
+				}
+				for _, ps := range ar.Peers {
+					if openTo(ps.Peer()) == "every namespace" && allPods == "" {
+						allPods = by
+					}
+				}
+			}
+		}
+		if tp.Rest == engine.Deny {
+			s.Rest = "deny"
+			for _, r := range tp.IsolatedBy {
+				s.IsolatedBy = append(s.IsolatedBy, r.String())
+			}
+		}
+	}
+	if s.Rest == "" {
+		s.Rest = "allow"
+		if !takesBack {
+			s.Open = appendNew(s.Open, "anything")
+		}
+	}
+	return s
+}
+
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+// openTo names what a peer opens to when it is all of it: every pod of
+// every namespace, or every address of a family.
+func openTo(p policy.Peer) string {
+	switch p.Kind {
+	case policy.PeerPods:
+		ns := p.Pods.Namespaces
+		if ns.Match == policy.NamespaceLabels && ns.Selector.Text == "" && p.Pods.Pods.Text == "" {
+			return "every namespace"
+		}
+	case policy.PeerIPBlock:
+		if p.Block.CIDR.Bits() == 0 && len(p.Block.Except) == 0 {
+			return p.Block.CIDR.String()
+		}
+	}
+	return ""
+}
+
+// peerText spells a peer: pods by their labels and namespaces, blocks
+// with their exceptions, nodes, domain names.
+func peerText(p policy.Peer, dir policy.Direction) string {
+	switch p.Kind {
+	case policy.PeerPods:
+		pods := "pods labelled " + p.Pods.Pods.Text
+		if p.Pods.Pods.Text == "" {
+			pods = "every pod"
+		}
+		return pods + " " + namespacesText(p.Pods.Namespaces)
+	case policy.PeerIPBlock:
+		return p.Block.String()
+	case policy.PeerNodes:
+		if p.Nodes.Text == "" {
+			return "every node"
+		}
+		return "nodes labelled " + p.Nodes.Text
+	case policy.PeerDomains:
+		return "domains " + policy.JoinDomains(p.Domains, ", ")
+	}
+	return "unknown peer"
+}
+
+func namespacesText(ns policy.NamespaceSelector) string {
+	switch ns.Match {
+	case policy.NamespaceName:
+		return "in namespace " + ns.Name
+	case policy.NamespaceSelf:
+		return "in the pod's own namespace"
+	case policy.NamespaceNotSelf:
+		return "in every namespace but the pod's own"
+	case policy.NamespaceSameLabels:
+		return "in namespaces with the same " + strings.Join(ns.Keys, ", ") + " as the pod's"
+	case policy.NamespaceNotSameLabels:
+		return "in namespaces whose " + strings.Join(ns.Keys, ", ") + " differ from the pod's"
+	}
+	if ns.Selector.Text == "" {
+		return "in every namespace"
+	}
+	// The label the API server sets on every namespace: a selector on it
+	// alone names one namespace.
+	if name, ok := strings.CutPrefix(ns.Selector.Text, nameLabel+"="); ok && !strings.ContainsAny(name, ",()") {
+		return "in namespace " + name
+	}
+	return "in namespaces labelled " + ns.Selector.Text
+}
+
+// nameLabel is the label that carries every namespace's name.
+const nameLabel = "kubernetes.io/metadata.name"
+
+// portsText is a rule's ports as written: numbers and ranges with their
+// protocol, names as they are.
+func portsText(r *policy.Rule) string {
+	if r.AllPorts || len(r.Ports) == 0 && !r.FailClosed {
+		return "any"
+	}
+	parts := make([]string, 0, len(r.Ports))
+	for _, p := range r.Ports {
+		parts = append(parts, p.String())
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Count is "1 pod", "3 pods".
+func Count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
