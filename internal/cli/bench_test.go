@@ -87,3 +87,38 @@ func BenchmarkSuggestEndToEnd(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkExposureEndToEnd: `netpol exposure -q -f DUMP` through Main,
+// the whole report written (to a discarding writer), in text and JSON.
+//
+//	go test ./internal/cli -run XXX -bench ExposureEndToEnd/100k -benchtime 1x -cpuprofile cpu.out
+func BenchmarkExposureEndToEnd(b *testing.B) {
+	for _, size := range []synth.Size{synth.Size10k, synth.Size100k} {
+		for _, format := range []string{"text", "json"} {
+			b.Run(size.Name+"/"+format, func(b *testing.B) {
+				if testing.Short() && size.Pods > 10_000 {
+					b.Skip("-short")
+				}
+				path := filepath.Join(b.TempDir(), size.Name+".yaml")
+				writeDump(b, path, size)
+				args := []string{"exposure", "-q", "-f", path, "-o", format}
+				for b.Loop() {
+					var out countingWriter
+					var errOut bytes.Buffer
+					if code := Main(args, strings.NewReader(""), &out, &errOut); code != 0 || out == 0 {
+						b.Fatalf("exit %d: %s", code, errOut.String())
+					}
+					b.ReportMetric(float64(out)/1e6, "MB-out")
+				}
+			})
+		}
+	}
+}
+
+// countingWriter counts what is written to it.
+type countingWriter int
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
+}

@@ -35,7 +35,13 @@ NetworkPolicies isolate the pods, else allowed by default. A pod selector
 counts the pods it matches today; it matches every pod labelled alike
 later too. "open to" names what an allowing entry opens fully, with nothing
 before it that could take part back: every namespace's pods, 0.0.0.0/0 or
-::/0, or anything (no policy decides).`,
+::/0, or anything (no policy decides). A tier of more than 3 entries that
+many workloads share (admin policies over every namespace labelled alike)
+is listed at its first workload, and named after that.
+
+-o json writes {"blocks": [...], "workloads": [...]}: each tier once, as
+a block of entries, and each workload's sides as the IDs of their blocks
+in order, with rest, isolatedBy and open.`,
 		Example: `  netpol exposure -f examples/tenants
   netpol exposure -f examples/tenants -n blue-db -o json | jq '.[].ingress.open'
   netpol exposure -f cluster/ -o md > exposure.md
@@ -46,15 +52,15 @@ before it that could take part back: every namespace's pods, 0.0.0.0/0 or
 			if err != nil {
 				return err
 			}
-			ws := exposure.Of(e, exposure.Options{Namespaces: namespaces})
+			r := exposure.Of(e, exposure.Options{Namespaces: namespaces})
 			w := bufio.NewWriter(cmd.OutOrStdout())
 			switch output {
 			case "json":
-				err = writeJSON(w, ws)
+				err = writeJSON(w, r)
 			case "md":
-				writeExposureMarkdown(w, ws)
+				writeExposureMarkdown(w, r)
 			default:
-				writeExposureText(w, ws)
+				writeExposureText(w, r)
 			}
 			if err != nil {
 				return err
@@ -97,27 +103,62 @@ func restText(s exposure.Side) string {
 	return "everything else (by default)"
 }
 
-func writeExposureText(w io.Writer, ws []exposure.Workload) {
-	for i, wl := range ws {
+// listedBlocks remembers where a block was first written out: a block
+// of more than inlineEntries entries is listed once, and later sides
+// name it, so that a cluster whose thousand admin policies select every
+// namespace alike is not written once per workload.
+type listedBlocks map[int]string
+
+const inlineEntries = 3
+
+// seen returns where blk was listed, or records here as the place.
+func (l listedBlocks) seen(blk *exposure.Block, here string) (string, bool) {
+	if len(blk.Entries) <= inlineEntries {
+		return "", false
+	}
+	if at, ok := l[blk.ID]; ok {
+		return at, true
+	}
+	l[blk.ID] = here
+	return "", false
+}
+
+type exposureSide struct {
+	name string
+	side exposure.Side
+}
+
+func sidesOf(w *exposure.Workload) []exposureSide {
+	return []exposureSide{{"ingress", w.Ingress}, {"egress", w.Egress}}
+}
+
+func writeExposureText(w io.Writer, r *exposure.Report) {
+	listed := listedBlocks{}
+	for i := range r.Workloads {
+		wl := &r.Workloads[i]
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "%s (%s)\n", escape.Controls(wl.Display()), exposure.Count(len(wl.Pods), "pod"))
-		for _, d := range []struct {
-			name string
-			side exposure.Side
-		}{{"ingress", wl.Ingress}, {"egress", wl.Egress}} {
+		for _, d := range sidesOf(wl) {
 			fmt.Fprintf(w, "  %s  %s\n", d.name, escape.Controls(sideHead(d.side)))
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			for _, en := range d.side.Entries {
-				line := []string{en.Tier, en.Verdict, en.Peer, en.Ports, en.Policy.String() + " " + en.Rule, podsToday(en)}
-				if en.Note != "" {
-					line = append(line, en.Note)
+			for _, id := range d.side.Blocks {
+				blk := r.Blocks[id]
+				if at, ok := listed.seen(blk, wl.Display()+" "+d.name); ok {
+					fmt.Fprintf(tw, "    %s\t%s\n", blk.Tier, escape.Controls(fmt.Sprintf("the %d entries listed for %s", len(blk.Entries), at)))
+					continue
 				}
-				for i := range line {
-					line[i] = escape.Controls(line[i]) // user text, never a tab that moves columns
+				for _, en := range blk.Entries {
+					line := []string{blk.Tier, en.Verdict, en.Peer, en.Ports, en.Policy.String() + " " + en.Rule, podsToday(en)}
+					if en.Note != "" {
+						line = append(line, en.Note)
+					}
+					for i := range line {
+						line[i] = escape.Controls(line[i]) // user text, never a tab that moves columns
+					}
+					fmt.Fprintf(tw, "    %s\n", strings.Join(line, "\t"))
 				}
-				fmt.Fprintf(tw, "    %s\n", strings.Join(line, "\t"))
 			}
 			fmt.Fprintf(tw, "    %s\t%s\t%s\n", "rest", d.side.Rest, restText(d.side))
 			tw.Flush()
@@ -125,13 +166,12 @@ func writeExposureText(w io.Writer, ws []exposure.Workload) {
 	}
 }
 
-func writeExposureMarkdown(w io.Writer, ws []exposure.Workload) {
-	for _, wl := range ws {
+func writeExposureMarkdown(w io.Writer, r *exposure.Report) {
+	listed := listedBlocks{}
+	for i := range r.Workloads {
+		wl := &r.Workloads[i]
 		fmt.Fprintf(w, "### %s (%s)\n\n", escape.Markdown(wl.Display()), exposure.Count(len(wl.Pods), "pod"))
-		for _, d := range []struct {
-			name string
-			side exposure.Side
-		}{{"ingress", wl.Ingress}, {"egress", wl.Egress}} {
+		for _, d := range sidesOf(wl) {
 			head := sideHead(d.side)
 			if head != "" {
 				head = ": " + head
@@ -139,17 +179,28 @@ func writeExposureMarkdown(w io.Writer, ws []exposure.Workload) {
 			fmt.Fprintf(w, "**%s**%s\n\n", d.name, escape.Markdown(head))
 			fmt.Fprintln(w, "| # | tier | verdict | peer | ports | rule | pods today |")
 			fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
-			for i, en := range d.side.Entries {
-				today := ""
-				if en.PodsToday != nil {
-					today = strconv.Itoa(*en.PodsToday)
+			n := 0
+			for _, id := range d.side.Blocks {
+				blk := r.Blocks[id]
+				if at, ok := listed.seen(blk, wl.Display()+" "+d.name); ok {
+					fmt.Fprintf(w, "| %d-%d | %s | | %s | | | |\n", n+1, n+len(blk.Entries), blk.Tier,
+						mdCell(fmt.Sprintf("the %d entries listed for %s", len(blk.Entries), at)))
+					n += len(blk.Entries)
+					continue
 				}
-				rule := en.Policy.String() + " " + en.Rule
-				if en.Note != "" {
-					rule += " (" + en.Note + ")"
+				for _, en := range blk.Entries {
+					n++
+					today := ""
+					if en.PodsToday != nil {
+						today = strconv.Itoa(*en.PodsToday)
+					}
+					rule := en.Policy.String() + " " + en.Rule
+					if en.Note != "" {
+						rule += " (" + en.Note + ")"
+					}
+					fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s |\n", n, blk.Tier, en.Verdict,
+						mdCell(en.Peer), mdCell(en.Ports), mdCell(rule), today)
 				}
-				fmt.Fprintf(w, "| %d | %s | %s | %s | %s | %s | %s |\n", i+1, en.Tier, en.Verdict,
-					mdCell(en.Peer), mdCell(en.Ports), mdCell(rule), today)
 			}
 			fmt.Fprintf(w, "| | rest | %s | %s | | | |\n\n", d.side.Rest, restText(d.side))
 		}

@@ -24,12 +24,14 @@ func TestExposureCommand(t *testing.T) {
 		t.Errorf("exit %d, stderr %s\ngot:\n%s\nwant:\n%s", code, stderr, out, want)
 	}
 	code, out, _ = run(t, "", "exposure", "-f", "../../examples/tenants", "-o", "json")
-	var ws []struct {
-		Namespace, Name string
-		Ingress         struct{ Open []string }
+	var r struct {
+		Workloads []struct {
+			Namespace, Name string
+			Ingress         struct{ Open []string }
+		}
 	}
-	if err := json.Unmarshal([]byte(out), &ws); code != 0 || err != nil || len(ws) != 8 { // 9 pods, the two of blue-web frontend one workload
-		t.Errorf("-o json: exit %d, %v, %d workloads", code, err, len(ws))
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || len(r.Workloads) != 8 { // 9 pods, the two of blue-web frontend one workload
+		t.Errorf("-o json: exit %d, %v, %d workloads", code, err, len(r.Workloads))
 	}
 	// Labels and names are validated; an admin rule's name is free text.
 	hostile := `
@@ -51,5 +53,55 @@ spec:
 		if code != 0 || strings.Contains(out, "\x1b") || format == "md" && strings.Contains(out, "a|b") {
 			t.Errorf("-o %s: exit %d %s\n%q", format, code, stderr, out)
 		}
+	}
+}
+
+// TestExposureListsASharedTierOnce: an admin tier of more than three
+// entries that two workloads share is listed at the first and named at
+// the second.
+func TestExposureListsASharedTierOnce(t *testing.T) {
+	in := `
+apiVersion: v1
+kind: Pod
+metadata: {name: a, namespace: shop}
+status: {podIP: 198.18.0.1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: b, namespace: shop}
+status: {podIP: 198.18.0.2}
+---
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: AdminNetworkPolicy
+metadata: {name: guard}
+spec:
+  priority: 1
+  subject: {namespaces: {}}
+  ingress:
+  - {name: r1, action: Deny, from: [{namespaces: {matchLabels: {env: dev}}}]}
+  - {name: r2, action: Deny, from: [{namespaces: {matchLabels: {env: qa}}}]}
+  - {name: r3, action: Deny, from: [{namespaces: {matchLabels: {env: ci}}}]}
+  - {name: r4, action: Deny, from: [{namespaces: {matchLabels: {env: lab}}}]}
+`
+	code, out, stderr := run(t, in, "exposure", "-f", "-", "-q")
+	want := `shop/a (1 pod)
+  ingress  
+    admin  deny   every pod in namespaces labelled env=dev  any  AdminNetworkPolicy guard r1  0 pods today
+    admin  deny   every pod in namespaces labelled env=qa   any  AdminNetworkPolicy guard r2  0 pods today
+    admin  deny   every pod in namespaces labelled env=ci   any  AdminNetworkPolicy guard r3  0 pods today
+    admin  deny   every pod in namespaces labelled env=lab  any  AdminNetworkPolicy guard r4  0 pods today
+    rest   allow  everything else (by default)
+  egress  open to anything
+    rest  allow  everything else (by default)
+
+shop/b (1 pod)
+  ingress  
+    admin  the 4 entries listed for shop/a ingress
+    rest   allow  everything else (by default)
+  egress  open to anything
+    rest  allow  everything else (by default)
+`
+	if code != 0 || out != want {
+		t.Errorf("exit %d %s\ngot:\n%s\nwant:\n%s", code, stderr, out, want)
 	}
 }

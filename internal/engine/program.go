@@ -142,19 +142,7 @@ func (e *Engine) Program(pod *state.Pod, dir policy.Direction) Program {
 	var prog Program
 	list := e.applicable(pod)
 	for i := range tiers {
-		st := e.stage(i, list, pod, dir)
-		tp := TierProgram{Tier: st.tier, Rest: st.rest}
-		for _, p := range st.policies {
-			if !st.counts(p) {
-				continue
-			}
-			for _, r := range p.rules[dir] {
-				tp.Rules = append(tp.Rules, e.apply(p, r, pod))
-			}
-		}
-		if st.rest == Deny {
-			tp.IsolatedBy = st.isolatedBy(pod)
-		}
+		tp := e.tierProgram(e.stage(i, list, pod, dir), pod)
 		if len(tp.Rules) > 0 || tp.Rest != Next {
 			prog.Tiers = append(prog.Tiers, tp)
 		}
@@ -163,6 +151,63 @@ func (e *Engine) Program(pod *state.Pod, dir policy.Direction) Program {
 		}
 	}
 	return prog
+}
+
+// tierProgram lays out one stage of the walk for subject.
+func (e *Engine) tierProgram(st stage, subject *state.Pod) TierProgram {
+	tp := TierProgram{Tier: st.tier, Rest: st.rest}
+	for _, p := range st.policies {
+		if !st.counts(p) {
+			continue
+		}
+		for _, r := range p.rules[st.dir] {
+			tp.Rules = append(tp.Rules, e.apply(p, r, subject))
+		}
+	}
+	if st.rest == Deny {
+		tp.IsolatedBy = st.isolatedBy(subject)
+	}
+	return tp
+}
+
+// NumTiers is the number of tiers the walk has (ProgramTier's i).
+const NumTiers = numTiers
+
+// TierKey names tier i of a pod's program in one direction without
+// laying it out: pods with equal keys have equal TierPrograms there, but
+// for peers whose namespaces are relative to the subject's (KEP-2091
+// related, sameLabels, notSameLabels), which select per namespace. For a
+// front end that reports many pods' programs and lays out each distinct
+// tier once (exposure): a cluster of 100k pods has tens of thousands of
+// programs but few distinct admin tiers.
+type TierKey struct {
+	list *tierList
+	dir  policy.Direction
+	rest Outcome
+	// namespace isolates under Options.LegacyNamespaceIsolation, and
+	// IsolatedBy then names it.
+	namespace string
+}
+
+// Rest is what the tier does with what none of its rules decides: Deny
+// ends the walk.
+func (k TierKey) Rest() Outcome { return k.rest }
+
+// ProgramTierKey returns the key of tier i of pod's dir-side program.
+func (e *Engine) ProgramTierKey(pod *state.Pod, dir policy.Direction, i int) TierKey {
+	st := e.stage(i, e.applicable(pod), pod, dir)
+	k := TierKey{list: e.applicable(pod)[i], dir: dir, rest: st.rest}
+	if st.all && st.rest == Deny && st.isolating {
+		k.namespace = pod.Namespace.Name
+	}
+	return k
+}
+
+// ProgramTier returns tier i of pod's dir-side program, as Program lists
+// it (where the tier has something to say and an earlier one did not
+// end the walk).
+func (e *Engine) ProgramTier(pod *state.Pod, dir policy.Direction, i int) TierProgram {
+	return e.tierProgram(e.stage(i, e.applicable(pod), pod, dir), pod)
 }
 
 func (e *Engine) apply(p *compiled, r compiledRule, subject *state.Pod) AppliedRule {

@@ -94,10 +94,53 @@ spec:
   - {name: no-infra, action: Deny, to: [{nodes: {matchLabels: {role: infra}}}]}
 `
 
+// flat is a report with each side's blocks written out in place, entry
+// by entry with its tier, as a reader of one workload reads it.
+func flat(r *Report) any {
+	type entry struct {
+		Tier string `json:"tier"`
+		Entry
+	}
+	type side struct {
+		Entries    []entry  `json:"entries"`
+		Rest       string   `json:"rest"`
+		IsolatedBy []string `json:"isolatedBy,omitempty"`
+		Open       []string `json:"open,omitempty"`
+	}
+	type workload struct {
+		Namespace string   `json:"namespace"`
+		Kind      string   `json:"kind,omitempty"`
+		Name      string   `json:"name"`
+		Pods      []string `json:"pods"`
+		Ingress   side     `json:"ingress"`
+		Egress    side     `json:"egress"`
+	}
+	flatSide := func(s Side) side {
+		out := side{Rest: s.Rest, IsolatedBy: s.IsolatedBy, Open: s.Open}
+		for _, id := range s.Blocks {
+			for _, en := range r.Blocks[id].Entries {
+				out.Entries = append(out.Entries, entry{r.Blocks[id].Tier, en})
+			}
+		}
+		return out
+	}
+	var out []workload
+	for _, w := range r.Workloads {
+		out = append(out, workload{w.Namespace, w.Kind, w.Name, w.Pods, flatSide(w.Ingress), flatSide(w.Egress)})
+	}
+	return out
+}
+
 func TestExposure(t *testing.T) {
-	got, err := json.MarshalIndent(Of(build(t, cluster), Options{}), "", "  ")
+	r := Of(build(t, cluster), Options{})
+	got, err := json.MarshalIndent(flat(r), "", "  ")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The guard's ingress tier is one block for every workload; the two
+	// NetworkPolicies' tiers and the baseline's egress one each.
+	if len(r.Blocks) != 4 {
+		t.Errorf("%d blocks, want 4", len(r.Blocks))
 	}
 	// Written by hand from the policies above, entry by entry in the
 	// order the tiers decide.
@@ -208,7 +251,7 @@ spec:
 		"no policy": {"", []string{"anything"}},
 	} {
 		e := build(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nstatus: {podIP: 198.18.0.2}\n---\n"+tc.extra)
-		ws := Of(e, Options{})
+		ws := Of(e, Options{}).Workloads
 		if len(ws) != 1 || strings.Join(ws[0].Ingress.Open, ",") != strings.Join(tc.want, ",") {
 			t.Errorf("%s: open %v, want %v", name, ws[0].Ingress.Open, tc.want)
 		}

@@ -10,7 +10,7 @@ import (
 
 // exposed reports the rules that open workloads' ingress fully to every
 // namespace's pods or to a whole address family (0.0.0.0/0, ::/0), with
-// nothing before them that could take part back (exposure.Entry.Opens):
+// nothing before them that could take part back (exposure.Side.Open):
 // a workload any new pod of any namespace, or the whole internet, may
 // reach. One finding per rule and what it opens, naming the workloads.
 // The default allow of a pod no policy isolates is not a rule anyone
@@ -24,22 +24,21 @@ func (l *linter) exposed() {
 	var order []key
 	found := map[key]*Finding{}
 	workloads := map[key][]string{}
-	for _, w := range exposure.Of(l.e, exposure.Options{}) {
-		for _, en := range w.Ingress.Entries {
-			if en.Opens == "" || en.Opens == "anything" && en.Source == nil {
-				continue
-			}
+	r := exposure.Of(l.e, exposure.Options{})
+	for _, w := range r.Workloads {
+		for _, o := range w.Ingress.Openings {
+			en, opens := o.Entry, o.What
 			field := "spec.ingress[" + strconv.Itoa(en.Source.Index) + "]"
-			k := key{en.Policy, field, en.Opens}
+			k := key{en.Policy, field, opens}
 			if found[k] == nil {
 				// Every namespace is often meant (a public front end);
 				// every address also lets in whatever reaches the node.
 				sev, what := Info, "every namespace's pods"
-				switch en.Opens {
+				switch opens {
 				case "anything":
 					sev, what = Warning, "every source (in the cluster and outside)"
 				case "0.0.0.0/0", "::/0":
-					sev, what = Warning, "every address ("+en.Opens+")"
+					sev, what = Warning, "every address ("+opens+")"
 				}
 				ports := "on " + en.Ports
 				if en.Ports == "any" {
