@@ -116,6 +116,7 @@ func (f *inputFlags) buildFrom(cmd *cobra.Command, shape source.ANPShape, paths 
 	p := startProgress(cmd, f.quiet)
 	defer p.Stop()
 	if len(paths) > 0 {
+		defer collectLess(paths)()
 		dec := &source.Decoder{Options: opts}
 		p.Stage("decoding", dec.Documents.Load, "documents")
 		if objects, err = dec.Load(paths, cmd.InOrStdin()); err != nil {
