@@ -56,4 +56,3 @@ func collectLess(paths []string) (undo func()) {
 		debug.SetMemoryLimit(limit)
 	}
 }
-
