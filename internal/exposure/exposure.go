@@ -110,7 +110,7 @@ type Entry struct {
 	// Peer is the selection in words: "pods labelled app=web in namespaces
 	// labelled env=prod", "198.18.0.0/15 except 198.18.1.0/24", "nodes
 	// labelled role=infra", "domains *.example.com", "anything" (a rule
-	// without peers).
+	// without peers), "nothing" (from: [], to: []).
 	Peer  string `json:"peer"`
 	Ports string `json:"ports"` // "8080/tcp, 53/udp", "http", or "any"
 	// Policy and Rule are where the entry comes from.
@@ -264,7 +264,8 @@ func (b *builder) block(tp engine.TierProgram, dir policy.Direction) *Block {
 			}
 			return what
 		}
-		if ar.Peers == nil {
+		switch {
+		case ar.Rule.AllPeers:
 			en := base
 			en.Peer = "anything"
 			en.Note = shadowed(false)
@@ -274,6 +275,13 @@ func (b *builder) block(tp engine.TierProgram, dir policy.Direction) *Block {
 				what = "anything"
 			}
 			blk.opens = append(blk.opens, opens(what))
+		case len(ar.Peers) == 0:
+			// from: [] (or only peers the rule's action cannot have):
+			// no peer at all, listed so that the rule is seen.
+			en := base
+			en.Peer = "nothing"
+			blk.Entries = append(blk.Entries, en)
+			blk.opens = append(blk.opens, "")
 		}
 		for _, ps := range ar.Peers {
 			en := base
@@ -299,7 +307,7 @@ func (b *builder) block(tp engine.TierProgram, dir policy.Direction) *Block {
 		}
 		if ports == "any" && !ar.Rule.FailClosed {
 			by := ar.Policy.Ref.String() + " " + ar.Rule.Label()
-			if ar.Peers == nil && all == "" {
+			if ar.Rule.AllPeers && all == "" {
 				all = by
 			}
 			for _, ps := range ar.Peers {

@@ -249,6 +249,7 @@ spec:
   ingress: [{action: Deny, from: [{namespaces: {matchLabels: {env: dev}}}]}]
 `, nil},
 		"no policy": {"", []string{"anything"}},
+
 	} {
 		e := build(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nstatus: {podIP: 198.18.0.2}\n---\n"+tc.extra)
 		ws := Of(e, Options{}).Workloads
@@ -266,4 +267,37 @@ func compact(t *testing.T, s string) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestExposureFailClosedAllow: an Allow rule whose only peer has no field
+// netpol knows (read with --lenient) matches nothing: it is listed as
+// such and opens nothing, though it has no peers to list.
+func TestExposureFailClosedAllow(t *testing.T) {
+	dec := &source.Decoder{Options: source.Options{Lenient: true}}
+	e, _, err := pipeline.Build(dec.Decode("c.yaml", []byte(`
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop}
+status: {podIP: 198.18.0.2}
+---
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: AdminNetworkPolicy
+metadata: {name: future}
+spec:
+  priority: 1
+  subject: {namespaces: {}}
+  ingress: [{name: new-peer, action: Allow, from: [{someNewPeer: {}}]}]
+`)), dec.Diags, pipeline.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Of(e, Options{})
+	in := r.Workloads[0].Ingress
+	if len(in.Blocks) != 1 {
+		t.Fatalf("blocks %v", in.Blocks)
+	}
+	en := r.Blocks[in.Blocks[0]].Entries[0]
+	if en.Peer != "nothing" || en.Note != "invalid: matches nothing (its fail-closed form)" || strings.Join(in.Open, ",") != "anything" || len(in.Openings) != 0 {
+		t.Errorf("entry %+v, open %v (only the default's), openings %v", en, in.Open, in.Openings)
+	}
 }
