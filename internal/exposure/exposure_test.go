@@ -249,7 +249,6 @@ spec:
   ingress: [{action: Deny, from: [{namespaces: {matchLabels: {env: dev}}}]}]
 `, nil},
 		"no policy": {"", []string{"anything"}},
-
 	} {
 		e := build(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: shop}\nstatus: {podIP: 198.18.0.2}\n---\n"+tc.extra)
 		ws := Of(e, Options{}).Workloads
