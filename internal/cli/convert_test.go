@@ -23,7 +23,7 @@ func TestConvertCommand(t *testing.T) {
 	if code != 0 || strings.Count(out, "kind: ClusterNetworkPolicy") != 5 || strings.Contains(out, "kind: AdminNetworkPolicy") {
 		t.Fatalf("exit %d, stderr %s\n%s", code, stderr, out)
 	}
-	if want := "converted 4 AdminNetworkPolicies and 1 BaselineAdminNetworkPolicy into 5 ClusterNetworkPolicies; the engine decides every pair of the input's 9 pods on every port the same with them (apply them, then delete the originals)\n"; stderr != want {
+	if want := "converted 4 AdminNetworkPolicies and 1 BaselineAdminNetworkPolicy into 5 ClusterNetworkPolicies; each reads back rule for rule as the policy it replaces, and the engine decides every pair of the input's 9 pods on every port the same with them (apply them, then delete the originals)\n"; stderr != want {
 		t.Errorf("stderr %q, want %q", stderr, want)
 	}
 	code, out, _ = run(t, "", "convert", "-f", "../../examples/tenants", "--to", "clusternetworkpolicy", "-o", "json")
@@ -91,12 +91,19 @@ func TestConvertProofSeesADifference(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, text := range map[string]string{"as converted": string(data), "an Accept turned Deny": strings.Replace(string(data), "action: Accept", "action: Deny", 1)} {
-		after, err := rebuildConverted(&in, res.Replaced, []byte(text))
+		converted, err := readConverted(&in, []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := rebuildConverted(&in, res.Replaced, converted)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d := diff.Compare(before, after, diff.Options{}); d.Empty() != (name == "as converted") {
 			t.Errorf("%s: diff empty %v", name, d.Empty())
+		}
+		if problems := convert.Prove(res, converted); (len(problems) == 0) != (name == "as converted") {
+			t.Errorf("%s: proof %v", name, problems)
 		}
 	}
 }

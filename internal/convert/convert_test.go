@@ -294,3 +294,38 @@ spec: {subject: {namespaces: {}}}
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestProveNamesTheFirstDifference: a ClusterNetworkPolicy that says
+// something else than its original (a port moved) is not proven, and the
+// problem shows the first line that differs; as converted, it is.
+func TestProveNamesTheFirstDifference(t *testing.T) {
+	objs := decode(t, `
+apiVersion: policy.networking.k8s.io/v1alpha1
+kind: AdminNetworkPolicy
+metadata: {name: web}
+spec:
+  priority: 3
+  subject: {namespaces: {}}
+  ingress: [{name: http, action: Allow, from: [{namespaces: {}}], ports: [{portNumber: {port: 80}}]}]
+`, "")
+	r := ToClusterNetworkPolicies(objs)
+	data, err := manifest.YAML(r.Policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"as converted": string(data), "a port moved": strings.Replace(string(data), "number: 80", "number: 81", 1)} {
+		dec := &source.Decoder{}
+		problems := Prove(r, dec.Decode("cnp.yaml", []byte(text)))
+		var got []string
+		for _, p := range problems {
+			got = append(got, p.String())
+		}
+		want := ""
+		if name == "a port moved" {
+			want = `in.yaml: AdminNetworkPolicy web: its ClusterNetworkPolicy reads otherwise: port 81/tcp, where it has port 80/tcp`
+		}
+		if strings.Join(got, "\n") != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}

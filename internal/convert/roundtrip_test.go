@@ -20,7 +20,7 @@ import (
 // roundTrip converts the admin policies of objects and reports what the
 // engine decides differently with the ClusterNetworkPolicies in their
 // place ("" when nothing), and whether there was anything to convert.
-func roundTrip(t *testing.T, objects []source.Object, opts pipeline.Options) (changes string, problems diag.List, converted int) {
+func roundTrip(t *testing.T, objects []source.Object, opts pipeline.Options) (changes string, problems diag.List, n int) {
 	t.Helper()
 	before, _, err := pipeline.Build(objects, nil, opts)
 	if err != nil {
@@ -39,11 +39,15 @@ func roundTrip(t *testing.T, objects []source.Object, opts pipeline.Options) (ch
 		gone[o.Origin] = true
 	}
 	dec := &source.Decoder{}
-	after := slices.DeleteFunc(slices.Clone(objects), func(o source.Object) bool { return gone[o.Origin] })
-	after = append(after, dec.Decode("converted", data)...)
+	converted := dec.Decode("converted", data)
 	if err := dec.Diags.Err(); err != nil {
 		t.Fatalf("the converted policies do not decode: %v\n%s", err, data)
 	}
+	if problems := Prove(r, converted); len(problems) > 0 {
+		return fmt.Sprintf("not proven rule for rule: %v", problems), nil, len(r.Policies)
+	}
+	after := slices.DeleteFunc(slices.Clone(objects), func(o source.Object) bool { return gone[o.Origin] })
+	after = append(after, converted...)
 	e, _, err := pipeline.Build(after, nil, opts)
 	if err != nil {
 		t.Fatalf("the converted policies do not build: %v\n%s", err, data)
