@@ -79,7 +79,7 @@ func podsToday(en exposure.Entry) string {
 	if en.PodsToday == nil {
 		return ""
 	}
-	return exposure.Count(*en.PodsToday, "pod") + " today"
+	return count(*en.PodsToday, "pod") + " today"
 }
 
 // sideHead is what a side is in a few words: isolated or not, and what it
@@ -139,7 +139,7 @@ func writeExposureText(w io.Writer, r *exposure.Report) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s (%s)\n", escape.Controls(wl.Display()), exposure.Count(len(wl.Pods), "pod"))
+		fmt.Fprintf(w, "%s (%s)\n", escape.Controls(wl.Display()), count(len(wl.Pods), "pod"))
 		for _, d := range sidesOf(wl) {
 			fmt.Fprintf(w, "  %s  %s\n", d.name, escape.Controls(sideHead(d.side)))
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -170,7 +170,7 @@ func writeExposureMarkdown(w io.Writer, r *exposure.Report) {
 	listed := listedBlocks{}
 	for i := range r.Workloads {
 		wl := &r.Workloads[i]
-		fmt.Fprintf(w, "### %s (%s)\n\n", escape.Markdown(wl.Display()), exposure.Count(len(wl.Pods), "pod"))
+		fmt.Fprintf(w, "### %s (%s)\n\n", escape.Markdown(wl.Display()), count(len(wl.Pods), "pod"))
 		for _, d := range sidesOf(wl) {
 			head := sideHead(d.side)
 			if head != "" {

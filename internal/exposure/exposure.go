@@ -21,7 +21,6 @@ package exposure
 import (
 	"cmp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/netpol/netpol/internal/engine"
@@ -408,12 +407,4 @@ func portsText(r *policy.Rule) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// Count is "1 pod", "3 pods".
-func Count(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return strconv.Itoa(n) + " " + what + "s"
 }
