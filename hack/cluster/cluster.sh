@@ -812,8 +812,12 @@ cmd_test() {
   cmd_realcluster || failed+=(realcluster)
   log "reports in $reports"
   if ((${#failed[@]})); then
-    # Keep the logs of a failed run beside the reports.
+    # Keep the logs of a failed run beside the reports, the agents' too
+    # (what they learned and programmed is where a failure starts).
     cp -r "$state/logs" "$reports/cluster-logs" 2>/dev/null || true
+    mkdir -p "$reports/cluster-logs"
+    kubectl_ logs -n netpol-system -l app.kubernetes.io/name=netpol --all-containers --prefix --tail=-1 \
+      >"$reports/cluster-logs/netpol-agents.log" 2>&1 || true
     die "failed: ${failed[*]}"
   fi
 }
