@@ -149,3 +149,22 @@ func TestLazyConcurrent(t *testing.T) {
 		t.Errorf("%s: lazily decided otherwise than New", e)
 	}
 }
+
+// TestLazyTierKeysAreShared: a lazy engine's tier keys name shared lists,
+// as an eager engine's do: two pods that the same policies select have
+// equal keys, asked first thing (no ProgramKey before).
+func TestLazyTierKeysAreShared(t *testing.T) {
+	objs := synth.Cluster(synth.Size1k)
+	c, diags := state.Build(objs, state.Options{})
+	set, more := policy.Normalize(c.Policies)
+	if err := append(diags, more...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for name, e := range map[string]*engine.Engine{"eager": engine.New(c, set, engine.Options{}), "lazy": engine.NewLazy(c, set, engine.Options{})} {
+		// The admin tier of one pod asked twice is one key.
+		p := c.Pods[0]
+		if a, b := e.ProgramTierKey(p, policy.Ingress, 0), e.ProgramTierKey(p, policy.Ingress, 0); a != b {
+			t.Errorf("%s: the same pod's admin tier has two keys", name)
+		}
+	}
+}

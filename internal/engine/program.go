@@ -195,8 +195,10 @@ func (k TierKey) Rest() Outcome { return k.rest }
 
 // ProgramTierKey returns the key of tier i of pod's dir-side program.
 func (e *Engine) ProgramTierKey(pod *state.Pod, dir policy.Direction, i int) TierKey {
-	st := e.stage(i, e.applicable(pod), pod, dir)
-	k := TierKey{list: e.applicable(pod)[i], dir: dir, rest: st.rest}
+	e.finish() // the lists that keys name: a lazy engine makes new ones per call
+	lists := e.applicable(pod)
+	st := e.stage(i, lists, pod, dir)
+	k := TierKey{list: lists[i], dir: dir, rest: st.rest}
 	if st.all && st.rest == Deny && st.isolating {
 		k.namespace = pod.Namespace.Name
 	}
