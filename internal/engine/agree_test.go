@@ -470,8 +470,10 @@ func agreeCluster(t *testing.T, seed int64) (*agreeGen, string, *state.Cluster, 
 // pod on another node) need hundreds of clusters to show.
 const agreeSeeds = 1000
 
-// TestExplainMatrixAgree checks the class-based matrix against one Decide per
-// pair on random clusters: classes must never merge pods that behave apart.
+// TestExplainMatrixAgree checks the class-based matrix, and the class view
+// factored by side (Sides), against one Decide per pair on random
+// clusters: classes must never merge pods that behave apart, and a side's
+// answer must walk every class as Decide walks one pair.
 func TestExplainMatrixAgree(t *testing.T) {
 	seeds := int64(agreeSeeds)
 	if testing.Short() {
@@ -500,6 +502,7 @@ func TestExplainMatrixAgree(t *testing.T) {
 				rows[cl] = make([]bool, cm.Classes()*len(agreePorts))
 				cm.Row(cl, rows[cl])
 			}
+			sides := e.Sides(c.Pods, agreePorts)
 			var bad []string
 			for i, s := range c.Pods {
 				src, err := e.Endpoint(s.Key())
@@ -534,6 +537,10 @@ func TestExplainMatrixAgree(t *testing.T) {
 						}
 						if got := rows[cm.Class[i]][cm.Class[j]*len(agreePorts)+k]; i != j && got != v.Allowed {
 							bad = append(bad, fmt.Sprintf("%s -> %s %s: class matrix %v, Decide %v", s.Key(), d.Key(), p, got, v.Allowed))
+						}
+						ci, cj := sides.Class[i], sides.Class[j]
+						if got := sides.Egress[sides.EgressOf[ci]].Allows(cj, k) && sides.Ingress[sides.IngressOf[cj]].Allows(ci, k); i != j && got != v.Allowed {
+							bad = append(bad, fmt.Sprintf("%s -> %s %s: sides %v, Decide %v", s.Key(), d.Key(), p, got, v.Allowed))
 						}
 					}
 				}
