@@ -20,7 +20,7 @@ func main() {
 	size := flag.String("size", "1k", "1k, 2k, 10k or 100k; scale-10k, scale-30k or scale-150k: pods running with addresses on 100, 300 or 1,500 nodes (the agent's scale benchmarks)")
 	pr := flag.Bool("pr", false, "the cluster after a small pull request (synth.SmallPR: three NetworkPolicies removed, an admin rule turned, two pods relabelled), to diff against the cluster")
 	flag.Parse()
-	sizes := map[string]synth.Size{"1k": synth.Size1k, "2k": synth.Size2k, "10k": synth.Size10k, "100k": synth.Size100k,
+	sizes := map[string]synth.Size{"1k": synth.Size1k, "2k": synth.Size2k, "10k": synth.Size10k, "30k": synth.Size30k, "100k": synth.Size100k,
 		"scale-10k": synth.Scale10k, "scale-30k": synth.Scale30k, "scale-150k": synth.Scale150k}
 	s, ok := sizes[*size]
 	if !ok {

@@ -115,6 +115,32 @@ func BenchmarkExposureEndToEnd(b *testing.B) {
 	}
 }
 
+// BenchmarkClassViewEndToEnd: `netpol matrix -q -f DUMP -o json --classes`
+// through Main, every side of every class answered and written (to a
+// discarding writer).
+//
+//	go test ./internal/cli -run XXX -bench ClassViewEndToEnd/100k -benchtime 1x -cpuprofile cpu.out
+func BenchmarkClassViewEndToEnd(b *testing.B) {
+	for _, size := range []synth.Size{synth.Size10k, synth.Size30k, synth.Size100k} {
+		b.Run(size.Name, func(b *testing.B) {
+			if testing.Short() && size.Pods > 10_000 {
+				b.Skip("-short")
+			}
+			path := filepath.Join(b.TempDir(), size.Name+".yaml")
+			writeDump(b, path, size)
+			args := []string{"matrix", "-q", "-f", path, "-o", "json", "--classes"}
+			for b.Loop() {
+				var out countingWriter
+				var errOut bytes.Buffer
+				if code := Main(args, strings.NewReader(""), &out, &errOut); code != 0 || out == 0 {
+					b.Fatalf("exit %d: %s", code, errOut.String())
+				}
+				b.ReportMetric(float64(out)/1e6, "MB-out")
+			}
+		})
+	}
+}
+
 // countingWriter counts what is written to it.
 type countingWriter int
 

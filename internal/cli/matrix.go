@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -25,6 +26,7 @@ type matrixOptions struct {
 	ports, output, selector, by string
 	namespaces                  []string
 	staged, services, classes   bool
+	pairs                       bool
 	portList                    []l4.Port
 	sel                         labels.Selector
 }
@@ -81,14 +83,22 @@ A workload towards itself is decided between its distinct pods.
 
 -o json --classes prints the behaviour classes instead of pods: pods that
 no selector, IP block, named port or node tells apart decide alike, as
-sources and as destinations. It lists each class's pods, then for each
-class the classes it reaches, grouped by the ports allowed (every port
-unless --ports names some; "allowed":[] is denied; a class of one pod has
-no verdict towards itself). Its size follows the number of classes, not
-pods squared; every other format is computed from these verdicts.
+sources and as destinations. Its size follows the policies, not the pairs
+of classes (100,000 pods make tens of megabytes), because it says what
+the kernel is told: each side of a class (egress, ingress) is a list of
+steps, a step is a list of rules, and a rule matches a set of classes
+(runs [first,last]) on some ports (every port unless --ports names some).
+To decide class c towards class d on a port, walk c's egress steps with
+d as the peer and d's ingress steps with c: in a step the first rule
+whose ports hold the port and whose set holds the peer decides by its
+outcome, none leaves the step's rest; the first step that does not answer
+Next decides (Accept or Deny), and after the last the default allows.
+Both sides must allow; a class of one pod reaches itself. Add --pairs for
+each class's verdicts towards every class instead (quadratic in classes).
 
-  {"class":0,"pods":["shop/api-1","shop/api-2"]}
-  {"from":0,"to":[{"classes":[1,2],"allowed":[{"protocol":"TCP","port":80,"endPort":82}]}]}
+  {"set":3,"classes":[[1,2],[7,7]]}
+  {"answer":0,"tier":"NetworkPolicy","rest":"Deny","rules":[{"outcome":"Accept","ports":[{"protocol":"TCP","port":80,"endPort":82}],"set":3,"policy":"NetworkPolicy shop/web","rule":"ingress[0]"}]}
+  {"class":1,"pods":["shop/api-1","shop/api-2"],"egress":[],"ingress":[0]}
 
 Policies annotated netpol.io/staged: "true" are not enforced. With --staged,
 each cell also shows the verdict once they are: '!' allowed now but the
@@ -131,6 +141,7 @@ on its target port); '-' is a port without backends. Text, json and csv.`,
 	cmd.Flags().StringVarP(&o.selector, "selector", "l", "", "only pods whose labels match this selector, e.g. app=web,tier!=db")
 	cmd.Flags().StringVar(&o.by, "by", "pod", "rows and columns: pod, or workload (the Deployment, StatefulSet, DaemonSet, Job ... that made the pods; a bare pod stands for itself)")
 	cmd.Flags().BoolVar(&o.classes, "classes", false, "with -o json: the behaviour classes, their pods and the ports allowed from each class to each class, instead of pods x pods")
+	cmd.Flags().BoolVar(&o.pairs, "pairs", false, "with --classes: each class's verdict towards every class, instead of each side's answer once")
 	cmd.Flags().BoolVar(&o.services, "services", false, "columns are Service ports: whether each source reaches all, some or none of their backends")
 	cmd.Flags().BoolVar(&o.staged, "staged", false, "also decide with the policies annotated netpol.io/staged enforced, and mark the cells that differ")
 	outputFlag(cmd, &o.output, "text", "json", "csv", "md", "connlist", "dot", "svg")
@@ -164,6 +175,8 @@ func (o *matrixOptions) validate() error {
 		return usageError{fmt.Errorf("--services prints text, json or csv, and takes no --ports, --staged, --by or --classes")}
 	case o.classes && (o.output != "json" || o.by != "pod" || o.staged):
 		return usageError{fmt.Errorf("--classes is a JSON view of the classes: it needs -o json, and takes no --by or --staged")}
+	case o.pairs && !o.classes:
+		return usageError{fmt.Errorf("--pairs is a form of the class view: it needs --classes")}
 	case o.staged && (o.by != "pod" || o.output == "connlist"):
 		return usageError{fmt.Errorf("--staged marks the cells of the pod tables (text, md, json, csv): it takes no --by workload or -o connlist")}
 	case o.by != "pod" && (o.output == "dot" || o.output == "svg"):
@@ -214,6 +227,9 @@ func (o *matrixOptions) run(cmd *cobra.Command) error {
 		return writeSVG(cmd, matrixGraph(e, pods, ports))
 	}
 
+	if o.classes && !o.pairs {
+		return writeSides(cmd, bw, o.in.quiet, e, pods, ports, dims)
+	}
 	cm := e.ClassMatrix(pods, ports)
 	g := &grid{ports: dims, pods: len(pods), byWorkload: o.by == "workload"}
 	if g.byWorkload {
@@ -240,7 +256,7 @@ func (o *matrixOptions) run(cmd *cobra.Command) error {
 	marks := marker{staged: g.staged != nil, byWorkload: g.byWorkload}
 	switch {
 	case o.classes:
-		err = writeClassesJSON(w, g.enforced.rows, dims)
+		err = writeClassPairsJSON(w, g.enforced.rows, dims)
 	case o.output == "json":
 		var jc *jsonCells
 		if jc, err = newJSONCells(w, g); err == nil {
@@ -262,6 +278,20 @@ func (o *matrixOptions) run(cmd *cobra.Command) error {
 	}
 	p.Stop()
 	if err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// writeSides answers every side of every class, with a progress line,
+// and writes the class view.
+func writeSides(cmd *cobra.Command, bw *bufio.Writer, quiet bool, e *engine.Engine, pods []*state.Pod, ports []l4.Port, dims []l4.Range) error {
+	p := startProgress(cmd, quiet)
+	var done atomic.Int64
+	p.Stage(fmt.Sprintf("answering both sides of every behaviour class of %d pods", len(pods)), done.Load, "sides")
+	s := e.Sides(pods, ports, &done)
+	p.Stop()
+	if err := writeClassSidesJSON(bw, s, dims); err != nil {
 		return err
 	}
 	return bw.Flush()

@@ -2,10 +2,14 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/netpol/netpol/internal/l4"
+	"github.com/netpol/netpol/internal/synth"
 )
 
 // shopCluster: a DNS pod in kube-system; in shop a bare batch pod, a
@@ -305,10 +309,10 @@ shop/web-7d4b9c8f6d-x2k9p  shop/web-7d4b9c8f6d-m4tq7  tcp 80
 	wantOutput(t, "connlist --ports", runMatrix(t, shopCluster, "-o", "connlist", "-l", "app in (web,db)", "--ports", "80,5432"), wantPorts)
 }
 
-// TestMatrixClasses: the class view lists each class's pods and, per
-// class, the classes it reaches grouped by the ports allowed; a class of
-// one pod has no verdict towards itself.
-func TestMatrixClasses(t *testing.T) {
+// TestMatrixClassPairs: the class view as pairs (--classes --pairs) lists
+// each class's pods and, per class, the classes it reaches grouped by the
+// ports allowed; a class of one pod has no verdict towards itself.
+func TestMatrixClassPairs(t *testing.T) {
 	const p80, p5432 = `{"protocol":"TCP","port":80}`, `{"protocol":"TCP","port":5432}`
 	want := `{
 "ports": [` + p80 + `,` + p5432 + `],
@@ -326,8 +330,8 @@ func TestMatrixClasses(t *testing.T) {
 ]
 }
 `
-	out := runMatrix(t, shopCluster, "-o", "json", "--classes", "--ports", "80,5432")
-	wantOutput(t, "json --classes", out, want)
+	out := runMatrix(t, shopCluster, "-o", "json", "--classes", "--pairs", "--ports", "80,5432")
+	wantOutput(t, "json --classes --pairs", out, want)
 	var v struct {
 		Classes  []struct{ Pods []string }
 		Verdicts []struct {
@@ -339,7 +343,7 @@ func TestMatrixClasses(t *testing.T) {
 		t.Errorf("json --classes: %d classes, %d verdicts, %v", len(v.Classes), len(v.Verdicts), err)
 	}
 	// Without --ports, every port: 1-65535 of each protocol, in ranges.
-	out = runMatrix(t, shopCluster, "-o", "json", "--classes")
+	out = runMatrix(t, shopCluster, "-o", "json", "--classes", "--pairs")
 	const all = `{"protocol":"TCP","port":1,"endPort":65535},{"protocol":"UDP","port":1,"endPort":65535},{"protocol":"SCTP","port":1,"endPort":65535}`
 	const web = `{"protocol":"TCP","port":80},{"protocol":"TCP","port":443}`
 	for _, line := range []string{
@@ -351,6 +355,210 @@ func TestMatrixClasses(t *testing.T) {
 			t.Errorf("json --classes lacks the line %s:\n%s", line, out)
 		}
 	}
+}
+
+// TestMatrixClassSides: the class view (--classes) on the shop: written
+// from its two NetworkPolicies. No policy selects a pod for egress, so
+// every egress walk is empty (the default allows); the db admits the
+// canary web pod on 5432 and the web pods admit everyone on 80 (443 is
+// not asked), each isolated by its policy (rest Deny); dns and batch are
+// selected by nothing.
+func TestMatrixClassSides(t *testing.T) {
+	const p80, p5432 = `{"protocol":"TCP","port":80}`, `{"protocol":"TCP","port":5432}`
+	want := `{
+"ports": [` + p80 + `,` + p5432 + `],
+"sets": [
+{"set":0,"classes":[[2,2]]},
+{"set":1,"classes":[[0,3]]}
+],
+"answers": [
+{"answer":0,"tier":"NetworkPolicy","rest":"Deny","rules":[{"outcome":"Accept","ports":[` + p5432 + `],"set":0,"policy":"NetworkPolicy shop/db","rule":"ingress[0]"}]},
+{"answer":1,"tier":"NetworkPolicy","rest":"Deny","rules":[{"outcome":"Accept","ports":[` + p80 + `],"set":1,"policy":"NetworkPolicy shop/web","rule":"ingress[0]"}]}
+],
+"classes": [
+{"class":0,"pods":["kube-system/dns","shop/batch"],"egress":[],"ingress":[]},
+{"class":1,"pods":["shop/db-0"],"egress":[],"ingress":[0]},
+{"class":2,"pods":["shop/web-7d4b9c8f6d-m4tq7"],"egress":[],"ingress":[1]},
+{"class":3,"pods":["shop/web-7d4b9c8f6d-x2k9p"],"egress":[],"ingress":[1]}
+]
+}
+`
+	wantOutput(t, "json --classes", runMatrix(t, shopCluster, "-o", "json", "--classes", "--ports", "80,5432"), want)
+}
+
+// TestClassSidesAgreeWithPairs reads the class view as a user would (the
+// steps walked as --help says) and compares every pair of classes on
+// every port where a range of either view starts or ends with the pairs
+// view, which the class matrix decides pair by pair.
+func TestClassSidesAgreeWithPairs(t *testing.T) {
+	inputs := map[string]string{}
+	for _, dir := range []string{"tenants", "cluster-network-policy", "domains", "lint", "services", "diff/old", "diff/new"} {
+		inputs[dir] = filepath.Join("..", "..", "examples", dir)
+	}
+	dump := filepath.Join(t.TempDir(), "1k.yaml")
+	f, err := os.Create(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := synth.WriteYAML(f, synth.Cluster(synth.Size1k)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	inputs["synth 1k"] = dump
+	total := 0
+	for name, path := range inputs {
+		t.Run(name, func(t *testing.T) {
+			views := [2]string{}
+			for i, extra := range [][]string{nil, {"--pairs"}} {
+				code, out, stderr := run(t, "", append([]string{"matrix", "-q", "-f", path, "-o", "json", "--classes"}, extra...)...)
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, stderr)
+				}
+				views[i] = out
+			}
+			checked := compareClassViews(t, views[0], views[1])
+			t.Logf("%d class pairs x ports compared", checked)
+			total += checked
+		})
+	}
+	// The 1k dump alone holds millions; too few says the views were empty.
+	if total < 1_000_000 {
+		t.Errorf("%d verdicts compared, want the 1k dump's millions", total)
+	}
+}
+
+type jsonRange struct {
+	Protocol      string
+	Port, EndPort int
+}
+
+func inRanges(rs []jsonRange, proto string, port int) bool {
+	for _, r := range rs {
+		if r.Protocol == proto && port >= r.Port && port <= max(r.Port, r.EndPort) {
+			return true
+		}
+	}
+	return false
+}
+
+// compareClassViews decodes both views and compares them; it returns the
+// verdicts compared.
+func compareClassViews(t *testing.T, sidesJSON, pairsJSON string) int {
+	t.Helper()
+	var sides struct {
+		Sets []struct {
+			Classes [][2]int
+		}
+		Answers []struct {
+			Rest  string
+			Rules []struct {
+				Outcome string
+				Ports   []jsonRange
+				Set     int
+			}
+		}
+		Classes []struct {
+			Pods            []string
+			Egress, Ingress []int
+		}
+	}
+	var pairs struct {
+		Classes []struct {
+			Pods []string
+		}
+		Verdicts []struct {
+			From int
+			To   []struct {
+				Classes []int
+				Allowed []jsonRange
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(sidesJSON), &sides); err != nil {
+		t.Fatalf("--classes: %v", err)
+	}
+	if err := json.Unmarshal([]byte(pairsJSON), &pairs); err != nil {
+		t.Fatalf("--classes --pairs: %v", err)
+	}
+	if len(sides.Classes) != len(pairs.Classes) {
+		t.Fatalf("%d classes, --pairs %d", len(sides.Classes), len(pairs.Classes))
+	}
+	for c := range sides.Classes {
+		if !slices.Equal(sides.Classes[c].Pods, pairs.Classes[c].Pods) {
+			t.Fatalf("class %d: pods %v, --pairs %v", c, sides.Classes[c].Pods, pairs.Classes[c].Pods)
+		}
+	}
+	// The ports to probe: where any range starts or ends, and next to it.
+	probes := map[string]map[int]bool{"TCP": {1: true, 65535: true}, "UDP": {1: true, 65535: true}, "SCTP": {1: true, 65535: true}}
+	note := func(rs []jsonRange) {
+		for _, r := range rs {
+			for _, p := range []int{r.Port - 1, r.Port, max(r.Port, r.EndPort), max(r.Port, r.EndPort) + 1} {
+				if p >= 1 && p <= 65535 {
+					probes[r.Protocol][p] = true
+				}
+			}
+		}
+	}
+	for _, a := range sides.Answers {
+		for _, r := range a.Rules {
+			note(r.Ports)
+		}
+	}
+	for _, v := range pairs.Verdicts {
+		for _, g := range v.To {
+			note(g.Allowed)
+		}
+	}
+	inSet := func(set, d int) bool {
+		for _, r := range sides.Sets[set].Classes {
+			if d >= r[0] && d <= r[1] {
+				return true
+			}
+		}
+		return false
+	}
+	// walk is one side as --help says: the first rule of a step whose
+	// ports and set hold the flow decides the step, else its rest; the
+	// first step that is not Next decides, and after the last, allowed.
+	walk := func(steps []int, peer int, proto string, port int) bool {
+		for _, a := range steps {
+			outcome := sides.Answers[a].Rest
+			for _, r := range sides.Answers[a].Rules {
+				if inRanges(r.Ports, proto, port) && inSet(r.Set, peer) {
+					outcome = r.Outcome
+					break
+				}
+			}
+			switch outcome {
+			case "Accept":
+				return true
+			case "Deny":
+				return false
+			}
+		}
+		return true
+	}
+	checked, bad := 0, 0
+	for _, v := range pairs.Verdicts {
+		for _, g := range v.To {
+			for _, d := range g.Classes {
+				for proto, ports := range probes {
+					for port := range ports {
+						want := inRanges(g.Allowed, proto, port)
+						got := walk(sides.Classes[v.From].Egress, d, proto, port) && walk(sides.Classes[d].Ingress, v.From, proto, port)
+						checked++
+						if got != want && bad < 5 {
+							bad++
+							t.Errorf("class %d -> class %d on %d/%s: --classes %v, --pairs %v", v.From, d, port, proto, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+	return checked
 }
 
 // TestPortFolder: ports fold into ranges per protocol, in protocol order.
@@ -412,7 +620,8 @@ func TestMatrixHelpTeachesTheFormats(t *testing.T) {
 		"--by workload makes rows and columns the workloads",
 		"'~' in text and md",
 		"-o json --classes prints the behaviour classes",
-		`{"from":0,"to":[{"classes":[1,2],"allowed":[{"protocol":"TCP","port":80,"endPort":82}]}]}`,
+		`{"answer":0,"tier":"NetworkPolicy","rest":"Deny","rules":[{"outcome":"Accept","ports":[{"protocol":"TCP","port":80,"endPort":82}],"set":3,"policy":"NetworkPolicy shop/web","rule":"ingress[0]"}]}`,
+		"walk c's egress steps with\nd as the peer",
 		"web-7d4b9c8f6d-x2k9p as web-*-x2k9p",
 		"numbered as the rows",
 		"netpol matrix -f cluster/ --by workload -o connlist",

@@ -4,171 +4,243 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/state"
 )
 
-// Sides is the class view of a matrix factored by side, for clusters where
-// class x class no longer fits: a connection from class c to class d on a
-// port is allowed when c's egress answer allows d on it and d's ingress
-// answer allows c on it (Decide's rule: both sides must allow). An answer
-// is walked once per distinct subject (its policies and the facts of it
-// that the walk reads), towards every class at once, and answers that come
-// out alike are kept once. Its size follows the classes and the answers,
-// not their product: at 100k pods, 37,746 classes make 1.4e9 pairs.
+// Sides is the class view of a matrix for clusters where class x class no
+// longer fits (at 100k pods, 37,746 classes make 1.4e9 pairs). It says
+// what the kernel is told: each side of each class is a list of steps, a
+// step is an answer's rules in order, and a rule's peers are a set of
+// classes. A connection from class c to class d on a port is allowed when
+// c's egress steps allow d on it and d's ingress steps allow c on it
+// (Decide's rule: both sides must allow). In a step, the first rule whose
+// ports hold the port and whose set holds the peer decides by its
+// outcome, and no rule leaves the step's rest; the first step that does not
+// answer Next decides, and after the last the default allows. The first
+// step is the connection's own (no address family in common denies; a
+// host-network peer on the subject's node is accepted by ingress), then one
+// per tier of the walk that has something to say.
+//
+// Sets, rules and answers are each worked out once and kept once: a rule's
+// set once per rule (and fact of the subject it reads), an admin tier's
+// answer once for every class its policies select alike. The size follows
+// the policies and what their peers select, not the pairs of classes.
 //
 // A class of one pod towards itself is that pod towards itself, which is
 // always allowed whatever the answers say (ClassMatrix.Paired).
 type Sides struct {
 	*ClassMatrix
-	// Egress and Ingress are the distinct answers; EgressOf[c] and
-	// IngressOf[c] index the answers of class c's two sides.
-	Egress, Ingress     []Answer
-	EgressOf, IngressOf []int
-}
-
-// Answer is one side's verdicts towards every class: groups of classes
-// allowed alike, each with the ports allowed. A class in no group is
-// allowed nothing.
-type Answer []AnswerGroup
-
-// AnswerGroup is classes, as ascending runs, allowed the same ports.
-type AnswerGroup struct {
-	Ports   []uint64 // bit k%64 of word k/64: ClassMatrix.Ports[k]
-	Classes []ClassRun
+	// Sets are sets of classes, as ascending runs.
+	Sets    [][]ClassRun
+	Answers []Answer
+	// Egress[c] and Ingress[c] are class c's steps: indexes in Answers.
+	Egress, Ingress [][]int32
 }
 
 // ClassRun is the classes First..Last.
 type ClassRun struct{ First, Last int32 }
 
-// Allows reports whether the answer allows class d on port k.
-func (a Answer) Allows(d, k int) bool {
-	for _, g := range a {
-		if g.Ports[k/64]&(1<<(k%64)) == 0 {
-			continue
-		}
-		if _, found := slices.BinarySearchFunc(g.Classes, int32(d), func(r ClassRun, d int32) int {
-			switch {
-			case r.Last < d:
-				return -1
-			case r.First > d:
-				return 1
-			}
-			return 0
-		}); found {
-			return true
-		}
-	}
-	return false
+// Answer is one step of a side towards every class: its rules in order,
+// and Rest, what it does with what none of them matches.
+type Answer struct {
+	Tier  string // the tier of the walk, or ConnectionStep
+	Rules []AnswerRule
+	Rest  Outcome
 }
 
-// Sides classes pods and answers both sides of every class on every port.
-// ports must be the first ports of segments that no policy and no
+// AnswerRule is a rule of a step as it applies to one subject.
+type AnswerRule struct {
+	Outcome Outcome
+	Ports   []uint64 // bit k%64 of word k/64: ClassMatrix.Ports[k]
+	Set     int32    // the classes it matches, in Sides.Sets
+	// Policy and Rule name the policy's rule (Rule is its label); the
+	// connection's own rules have no Policy, and Rule says what they are.
+	Policy *policy.Ref
+	Rule   string
+}
+
+// ConnectionStep is the Tier of the connection's own step.
+const ConnectionStep = "Connection"
+
+// The connection's own rules.
+const (
+	ruleNoFamily = "no address family in common"
+	ruleOwnNode  = "traffic from the pod's own node is always allowed"
+)
+
+// Outcome is the answer towards class d on port k.
+func (s *Sides) Outcome(a, d, k int) Outcome {
+	ans := &s.Answers[a]
+	for _, r := range ans.Rules {
+		if r.Ports[k/64]&(1<<(k%64)) != 0 && s.In(int(r.Set), d) {
+			return r.Outcome
+		}
+	}
+	return ans.Rest
+}
+
+// In reports whether set holds class d.
+func (s *Sides) In(set, d int) bool {
+	_, found := slices.BinarySearchFunc(s.Sets[set], int32(d), func(r ClassRun, d int32) int {
+		switch {
+		case r.Last < d:
+			return -1
+		case r.First > d:
+			return 1
+		}
+		return 0
+	})
+	return found
+}
+
+// Allowed decides class c towards class d on port k from the steps.
+func (s *Sides) Allowed(c, d, k int) bool {
+	return s.walk(s.Egress[c], d, k) && s.walk(s.Ingress[d], c, k)
+}
+
+func (s *Sides) walk(steps []int32, peer, k int) bool {
+	for _, a := range steps {
+		switch s.Outcome(int(a), peer, k) {
+		case Accept:
+			return true
+		case Deny:
+			return false
+		}
+	}
+	return true
+}
+
+// Sides classes pods and works out both sides of every class on every
+// port. ports must be the first ports of segments that no policy and no
 // container port cuts (diff.Segments): each then decides its segment, and
 // a named port, which resolves to one container port, is a segment of its
-// own.
-func (e *Engine) Sides(pods []*state.Pod, ports []l4.Port) *Sides {
-	e.finish() // the lists that subjects are keyed by, the atoms' members
+// own. done, when not nil, counts the sides worked out (two per class),
+// for a progress line.
+func (e *Engine) Sides(pods []*state.Pod, ports []l4.Port, done *atomic.Int64) *Sides {
+	e.finish() // the lists that steps are keyed by, the atoms' members
 	s := &Sides{ClassMatrix: e.ClassMatrix(pods, ports)}
-	w := newSideWalker(e, s.ClassMatrix)
+	b := newSidesBuilder(e, s)
 	for _, dir := range policy.Directions {
-		of, list := &s.EgressOf, &s.Egress
-		if dir == policy.Ingress {
-			of, list = &s.IngressOf, &s.Ingress
-		}
-		*of = make([]int, len(w.reps))
-		subjects := map[subjectKey]int{} // -> answer
-		answers := map[string]int{}      // an answer's encoding -> answer
-		for c, r := range w.reps {
-			key := w.subjectKey(dir, r[0])
-			a, ok := subjects[key]
-			if !ok {
-				ans := w.answer(dir, r[0])
-				enc := string(ans.encode())
-				if a, ok = answers[enc]; !ok {
-					a = len(*list)
-					answers[enc] = a
-					*list = append(*list, ans)
+		of := make([][]int32, len(b.reps))
+		for c, r := range b.reps {
+			subject := r[0]
+			var steps []int32
+			add := func(a int32) {
+				if a >= 0 {
+					steps = append(steps, a)
 				}
-				subjects[key] = a
 			}
-			(*of)[c] = a
+			add(b.connection(dir, subject))
+			if !subject.HostNetwork { // host-network pods are not selected by policies
+				lists := e.applicable(subject)
+				for i := range tiers {
+					add(b.tier(dir, i, lists, subject))
+				}
+			}
+			of[c] = steps
+			if done != nil {
+				done.Add(1)
+			}
+		}
+		if dir == policy.Egress {
+			s.Egress = of
+		} else {
+			s.Ingress = of
 		}
 	}
 	return s
 }
 
-// subjectKey is what the walk reads of a subject on one side: the lists
-// of the policies that select it (shared by every pod with the same
-// policies, so their identity names them) and the facts that peers and
-// ports are matched against. Subjects with equal keys have equal answers.
-type subjectKey struct {
-	lists podTiers
-	facts string
-}
-
-// sideWalker walks one side of a subject towards every class. A class that
-// no peer of a rule names behaves as every other such class, so it keeps
-// one state for all of those (def) and one per class that a peer named
-// (touched), for one chunk of up to 64 ports at a time.
-type sideWalker struct {
-	e    *Engine
-	reps [][2]*state.Pod
+// sidesBuilder works out sets, rules and answers, each once.
+type sidesBuilder struct {
+	e     *Engine
+	s     *Sides
+	reps  [][2]*state.Pod
+	width int // words of a port set
 	// What classes are, worked out once.
 	classOfPod   []int32   // by pod ID; -1 for pods outside the view
 	atomClasses  [][]int32 // by pod atom: the classes of its members, lazily
 	blockClasses map[string]*[2][]int32
-	has4, has6   []bool
-	without      [4][]int32 // by subject family (familyOf): classes it shares none with
+	has4         []bool
+	without      [4][]int32 // by subject family (familyOf): the classes it shares none with
 	hostClasses  []int32    // classes of host-network pods
 	segment      map[l4.Port]int
-	ports        []l4.Port
-	// The walk's state for one chunk: ports accepted, still open in the
-	// tier, and left to the next tier.
-	acc, open, next []uint64
-	def             struct{ acc, open, next uint64 }
-	touched         []int32
-	seen            []uint32 // by class: the epoch that touched it
-	epoch           uint32
+	named        map[namedKey]bool
+	// What is kept once.
+	sets    map[string]int32 // a set's encoding -> its index
+	rules   map[ruleKey][]AnswerRule
+	steps   map[stepKey]int32 // -> answer, -1 for a step with nothing to say
+	answers map[string]int32  // an answer's encoding -> its index
+	// Scratch for a set being made.
+	mark  []uint32
+	epoch uint32
+	buf   []int32
 }
 
-func newSideWalker(e *Engine, cm *ClassMatrix) *sideWalker {
+type namedKey struct {
+	list *tierList
+	dir  policy.Direction
+}
+
+// ruleKey is a rule and what it reads of its subject.
+type ruleKey struct {
+	rule  *policy.Rule
+	facts string
+}
+
+// stepKey is what one step of the walk reads: the side, the tier (-1: the
+// connection's step), the list of the tier's policies that select the
+// subject (shared by every pod with the same policies, so its identity
+// names it) and the facts of the subject that peers, ports and the tier's
+// isolation are matched against. Subjects with equal keys have equal
+// answers.
+type stepKey struct {
+	dir   policy.Direction
+	tier  int
+	list  *tierList
+	facts string
+}
+
+func newSidesBuilder(e *Engine, s *Sides) *sidesBuilder {
+	cm := s.ClassMatrix
 	n := len(cm.reps)
-	w := &sideWalker{e: e, reps: cm.reps, ports: cm.Ports,
+	b := &sidesBuilder{e: e, s: s, reps: cm.reps, width: (len(cm.Ports) + 63) / 64,
 		classOfPod: make([]int32, len(e.c.Pods)), atomClasses: make([][]int32, len(e.ix.podAtoms)),
-		blockClasses: map[string]*[2][]int32{}, has4: make([]bool, n), has6: make([]bool, n),
-		segment: map[l4.Port]int{},
-		acc:     make([]uint64, n), open: make([]uint64, n), next: make([]uint64, n), seen: make([]uint32, n)}
-	for i := range w.classOfPod {
-		w.classOfPod[i] = -1
+		blockClasses: map[string]*[2][]int32{}, has4: make([]bool, n), segment: map[l4.Port]int{},
+		named: map[namedKey]bool{}, sets: map[string]int32{}, rules: map[ruleKey][]AnswerRule{},
+		steps: map[stepKey]int32{}, answers: map[string]int32{}, mark: make([]uint32, n)}
+	for i := range b.classOfPod {
+		b.classOfPod[i] = -1
 	}
 	for i, p := range cm.Pods {
-		if int(p.ID) < len(w.classOfPod) && e.c.Pods[p.ID] == p {
-			w.classOfPod[p.ID] = int32(cm.Class[i])
+		if int(p.ID) < len(b.classOfPod) && e.c.Pods[p.ID] == p {
+			b.classOfPod[p.ID] = int32(cm.Class[i])
 		}
 	}
 	for k, p := range cm.Ports {
-		w.segment[p] = k
+		b.segment[p] = k
 	}
 	for c, r := range cm.reps {
-		_, w.has4[c] = r[0].IP(netip.IPv4Unspecified())
-		_, w.has6[c] = r[0].IP(netip.IPv6Unspecified())
-		for f := range w.without {
-			if !(f&1 != 0 && w.has4[c] || f&2 != 0 && w.has6[c]) {
-				w.without[f] = append(w.without[f], int32(c))
+		f := familyOf(r[0])
+		b.has4[c] = f&1 != 0
+		for sf := range b.without {
+			if sf&f == 0 {
+				b.without[sf] = append(b.without[sf], int32(c))
 			}
 		}
 		if r[0].HostNetwork {
-			w.hostClasses = append(w.hostClasses, int32(c))
+			b.hostClasses = append(b.hostClasses, int32(c))
 		}
 	}
-	return w
+	return b
 }
 
 // familyOf is bit 1 for an IPv4 address, bit 2 for an IPv6 one.
-func (w *sideWalker) familyOf(p *state.Pod) int {
+func familyOf(p *state.Pod) int {
 	f := 0
 	if _, ok := p.IP(netip.IPv4Unspecified()); ok {
 		f |= 1
@@ -179,177 +251,266 @@ func (w *sideWalker) familyOf(p *state.Pod) int {
 	return f
 }
 
-func (w *sideWalker) subjectKey(dir policy.Direction, subject *state.Pod) subjectKey {
-	if subject.HostNetwork {
-		return subjectKey{facts: "host"} // not selected by policies: allowed
+// step returns the answer of key, walking it the first time; -1 when it
+// has nothing to say.
+func (b *sidesBuilder) step(key stepKey, walk func() Answer) int32 {
+	if a, ok := b.steps[key]; ok {
+		return a
 	}
-	var b []byte
-	b = append(b, byte(w.familyOf(subject))) // which address a peer is matched by
-	if w.e.relative || (dir == policy.Ingress && w.e.opts.LegacyNamespaceIsolation) {
-		b = append(b, subject.Namespace.Name...) // relative peers, the namespace's isolation
-	}
-	if dir == policy.Ingress {
-		b = append(b, 0)
-		if len(w.hostClasses) > 0 {
-			b = append(b, subject.Node...) // traffic from the own node
-		}
-		for _, cp := range subject.Ports { // named ports resolve against the destination
-			if cp.Name != "" {
-				b = append(b, 0)
-				b = append(b, cp.String()...)
-			}
+	ans := walk()
+	a := int32(-1)
+	if len(ans.Rules) > 0 || ans.Rest != Next {
+		enc := string(ans.encode())
+		var ok bool
+		if a, ok = b.answers[enc]; !ok {
+			a = int32(len(b.s.Answers))
+			b.answers[enc] = a
+			b.s.Answers = append(b.s.Answers, ans)
 		}
 	}
-	return subjectKey{lists: w.e.applicable(subject), facts: string(b)}
+	b.steps[key] = a
+	return a
 }
 
-// answer walks subject's dir side towards every class, as walk does
-// towards one: tier by tier, per port the first rule that matches decides
-// by its outcome, and what no tier decides the default allows.
-func (w *sideWalker) answer(dir policy.Direction, subject *state.Pod) Answer {
-	chunks := (len(w.ports) + 63) / 64
-	allowed := map[int32][]uint64{} // touched classes, by chunk
-	def := make([]uint64, chunks)
-	for ch := range chunks {
-		lo, hi := ch*64, min(ch*64+64, len(w.ports))
-		want := uint64(1)<<(hi-lo) - 1 // every bit when 64 ports: the shift makes 0
-		w.epoch++
-		w.touched = w.touched[:0]
-		w.def.acc, w.def.open, w.def.next = 0, want, 0
-		if !subject.HostNetwork { // host-network pods are not selected by policies
-			w.walkTiers(dir, subject, lo, hi)
-			if dir == policy.Ingress && subject.Node != "" {
-				for _, c := range w.hostClasses {
-					if n := w.e.c.Node(w.reps[c][0].Node); n != nil && n.Name == subject.Node {
-						w.touch(c) // traffic from the pod's own node
-						w.acc[c], w.open[c] = want, 0
-					}
+// connection is the step before the tiers: no address family in common
+// (PodFlow) denies, and ingress accepts traffic from the pod's own node
+// (walk).
+func (b *sidesBuilder) connection(dir policy.Direction, subject *state.Pod) int32 {
+	f := familyOf(subject)
+	ownNode := dir == policy.Ingress && len(b.hostClasses) > 0 && !subject.HostNetwork && subject.Node != ""
+	facts := []byte{byte(f)}
+	if ownNode {
+		facts = append(facts, subject.Node...)
+	}
+	return b.step(stepKey{dir: dir, tier: -1, facts: string(facts)}, func() Answer {
+		a := Answer{Tier: ConnectionStep, Rest: Next}
+		all := b.allPorts()
+		if set := b.set(b.without[f]); set >= 0 {
+			a.Rules = append(a.Rules, AnswerRule{Outcome: Deny, Ports: all, Set: set, Rule: ruleNoFamily})
+		}
+		if ownNode {
+			var local []int32
+			for _, c := range b.hostClasses {
+				if n := b.e.c.Node(b.reps[c][0].Node); n != nil && n.Name == subject.Node {
+					local = append(local, c)
 				}
 			}
-		}
-		// No address family in common: no connection (PodFlow).
-		if f := w.familyOf(subject); f == 0 {
-			w.def.acc, w.def.open = 0, 0
-			for _, c := range w.touched {
-				w.acc[c], w.open[c] = 0, 0
-			}
-		} else {
-			for _, c := range w.without[f] {
-				w.touch(c)
-				w.acc[c], w.open[c] = 0, 0
+			if set := b.set(local); set >= 0 {
+				a.Rules = append(a.Rules, AnswerRule{Outcome: Accept, Ports: all, Set: set, Rule: ruleOwnNode})
 			}
 		}
-		def[ch] = w.def.acc | w.def.open
-		for _, c := range w.touched {
-			if allowed[c] == nil {
-				allowed[c] = make([]uint64, chunks)
-				copy(allowed[c], def[:ch]) // untouched so far: the default's
-			}
-			allowed[c][ch] = w.acc[c] | w.open[c]
-		}
-		for c, a := range allowed {
-			if w.seen[c] != w.epoch {
-				a[ch] = def[ch]
-			}
-		}
-	}
-	return groupAnswer(len(w.reps), allowed, def)
+		return a
+	})
 }
 
-// touch gives class c a state of its own, the default's so far.
-func (w *sideWalker) touch(c int32) {
-	if w.seen[c] == w.epoch {
-		return
+// tier is tier i of subject's dir side as a step (walk, matcher.decide):
+// the rules of the policies that count, in order, and the tier's rest.
+func (b *sidesBuilder) tier(dir policy.Direction, i int, lists podTiers, subject *state.Pod) int32 {
+	facts := []byte{byte(familyOf(subject))} // which address a peer is matched by
+	switch {
+	case b.e.relative:
+		facts = append(facts, subject.Namespace.Name...) // relative peers
+	case dir == policy.Ingress && b.e.opts.LegacyNamespaceIsolation:
+		facts = append(facts, boolByte(subject.Namespace.LegacyIngressIsolation))
 	}
-	w.seen[c] = w.epoch
-	w.acc[c], w.open[c], w.next[c] = w.def.acc, w.def.open, w.def.next
-	w.touched = append(w.touched, c)
-}
-
-// walkTiers is the tier walk (walk, matcher.decide) for every class on the
-// ports lo..hi.
-func (w *sideWalker) walkTiers(dir policy.Direction, subject *state.Pod, lo, hi int) {
-	lists := w.e.applicable(subject)
-	for i := range tiers {
-		st := w.e.stage(i, lists, subject, dir)
+	if dir == policy.Ingress && b.hasNamed(lists[i], dir) {
+		facts = append(facts, namedPortsOf(subject)...)
+	}
+	return b.step(stepKey{dir: dir, tier: i, list: lists[i], facts: string(facts)}, func() Answer {
+		st := b.e.stage(i, lists, subject, dir)
+		a := Answer{Tier: st.tier.String(), Rest: st.rest}
 		for _, p := range st.policies {
 			if !st.counts(p) {
 				continue
 			}
 			for _, r := range p.rules[dir] {
-				w.rule(dir, subject, r, lo, hi)
+				a.Rules = append(a.Rules, b.rule(dir, subject, p, r)...)
 			}
 		}
-		// What no rule decided goes on to the next tier or is denied.
-		end := func(open, next *uint64) {
-			if st.rest == Next {
-				*next |= *open
-			}
-			*open, *next = *next, 0
-		}
-		end(&w.def.open, &w.def.next)
-		for _, c := range w.touched {
-			end(&w.open[c], &w.next[c])
-		}
-	}
+		return a
+	})
 }
 
-// rule decides, by r's outcome, the ports it matches of those still open,
-// for the classes its peers match (matcher.rule). Deciding a class twice
-// changes nothing: its matched ports are no longer open.
-func (w *sideWalker) rule(dir policy.Direction, subject *state.Pod, r compiledRule, lo, hi int) {
-	outcome := outcomeOf(r.Action)
-	apply := func(acc, open, next *uint64, ports uint64) {
-		hit := *open & ports
-		switch outcome {
-		case Accept:
-			*acc |= hit
-		case Next:
-			*next |= hit
-		}
-		*open &^= hit
+func boolByte(v bool) byte {
+	if v {
+		return 1
 	}
-	static := w.staticPorts(r, lo, hi)
+	return 0
+}
+
+// namedPortsOf spells pod's named ports, for a key.
+func namedPortsOf(pod *state.Pod) string {
+	var out []byte
+	for _, cp := range pod.Ports {
+		if cp.Name != "" {
+			out = append(out, 0)
+			out = append(out, cp.String()...)
+		}
+	}
+	return string(out)
+}
+
+// hasNamed reports whether a rule of list's policies in dir has a named
+// port.
+func (b *sidesBuilder) hasNamed(list *tierList, dir policy.Direction) bool {
+	k := namedKey{list, dir}
+	if v, ok := b.named[k]; ok {
+		return v
+	}
+	v := false
+	for _, p := range list.policies {
+		for _, r := range p.rules[dir] {
+			v = v || hasNamed(r)
+		}
+	}
+	b.named[k] = v
+	return v
+}
+
+// rule is r as it applies to subject (matcher.rule): the classes its
+// peers match, on the ports it matches. A named port resolves against the
+// destination: for ingress the subject; for egress each class, so that
+// the rule becomes one per distinct resolution.
+func (b *sidesBuilder) rule(dir policy.Direction, subject *state.Pod, p *compiled, r compiledRule) []AnswerRule {
 	named := hasNamed(r)
+	facts := []byte{byte(familyOf(subject))}
+	if b.e.relative {
+		facts = append(facts, subject.Namespace.Name...)
+	}
 	if named && dir == policy.Ingress {
-		static |= w.namedPorts(r, subject, lo, hi) // against the destination: the subject
-		named = false
+		facts = append(facts, namedPortsOf(subject)...)
 	}
-	// The ports of r towards class c as destination.
-	towards := func(c int32) uint64 {
-		if !named {
-			return static
-		}
-		return static | w.namedPorts(r, w.reps[c][0], lo, hi)
+	key := ruleKey{rule: r.Rule, facts: string(facts)}
+	if out, ok := b.rules[key]; ok {
+		return out
 	}
+	ref := p.Ref
+	one := func(ports []uint64, classes []int32) AnswerRule {
+		return AnswerRule{Outcome: outcomeOf(r.Action), Ports: ports, Set: b.set(classes), Policy: &ref, Rule: r.Label()}
+	}
+	static := b.staticPorts(r)
+	var classes []int32
 	if r.AllPeers {
-		if named { // the ports differ by destination: every class is its own
-			for c := range w.reps {
-				w.touch(int32(c))
+		classes = b.allClasses()
+	} else {
+		classes = b.peerClasses(r, subject)
+	}
+	var out []AnswerRule
+	switch {
+	case !named || dir == policy.Ingress:
+		if named {
+			b.namedPorts(static, r, subject)
+		}
+		if len(classes) > 0 && !zero(static) {
+			out = append(out, one(static, classes))
+		}
+	default:
+		// Egress: group the classes by the ports r resolves to on them.
+		groups := map[string][]int32{}
+		var order []string
+		ports := make([]uint64, b.width)
+		for _, c := range classes {
+			copy(ports, static)
+			b.namedPorts(ports, r, b.reps[c][0])
+			var kb []byte
+			for _, x := range ports {
+				kb = binary.LittleEndian.AppendUint64(kb, x)
+			}
+			k := string(kb)
+			if _, ok := groups[k]; !ok {
+				order = append(order, k)
+			}
+			groups[k] = append(groups[k], c)
+		}
+		for _, k := range order {
+			ports := make([]uint64, b.width)
+			for w := range ports {
+				ports[w] = binary.LittleEndian.Uint64([]byte(k)[8*w:])
+			}
+			if !zero(ports) {
+				out = append(out, one(ports, groups[k]))
 			}
 		}
-		apply(&w.def.acc, &w.def.open, &w.def.next, static)
-		for _, c := range w.touched {
-			apply(&w.acc[c], &w.open[c], &w.next[c], towards(c))
-		}
-		return
 	}
+	b.rules[key] = out
+	return out
+}
+
+func zero(ports []uint64) bool {
+	return !slices.ContainsFunc(ports, func(x uint64) bool { return x != 0 })
+}
+
+func (b *sidesBuilder) allPorts() []uint64 {
+	ports := make([]uint64, b.width)
+	for k := range b.s.Ports {
+		ports[k/64] |= 1 << (k % 64)
+	}
+	return ports
+}
+
+func (b *sidesBuilder) allClasses() []int32 {
+	all := make([]int32, len(b.reps))
+	for c := range all {
+		all[c] = int32(c)
+	}
+	return all
+}
+
+// peerClasses is the classes some peer of r matches, seen from subject,
+// each once.
+func (b *sidesBuilder) peerClasses(r compiledRule, subject *state.Pod) []int32 {
+	b.epoch++
+	out := []int32{}
 	for _, p := range r.peers {
-		w.eachPeerClass(p, subject, func(c int32) {
-			w.touch(c)
-			apply(&w.acc[c], &w.open[c], &w.next[c], towards(c))
+		b.eachPeerClass(p, subject, func(c int32) {
+			if b.mark[c] != b.epoch {
+				b.mark[c] = b.epoch
+				out = append(out, c)
+			}
 		})
 	}
+	return out
+}
+
+// set returns the index of the set of classes (in any order), kept once;
+// -1 for no class.
+func (b *sidesBuilder) set(classes []int32) int32 {
+	if len(classes) == 0 {
+		return -1
+	}
+	sorted := append(b.buf[:0], classes...)
+	slices.Sort(sorted)
+	b.buf = sorted
+	var runs []ClassRun
+	for _, c := range sorted {
+		if l := len(runs) - 1; l >= 0 && runs[l].Last >= c-1 {
+			runs[l].Last = max(runs[l].Last, c)
+			continue
+		}
+		runs = append(runs, ClassRun{c, c})
+	}
+	var enc []byte
+	for _, r := range runs {
+		enc = binary.AppendUvarint(enc, uint64(r.First))
+		enc = binary.AppendUvarint(enc, uint64(r.Last))
+	}
+	if i, ok := b.sets[string(enc)]; ok {
+		return i
+	}
+	i := int32(len(b.s.Sets))
+	b.sets[string(enc)] = i
+	b.s.Sets = append(b.s.Sets, runs)
+	return i
 }
 
 // eachPeerClass calls f with every class that peer p matches, seen from
 // subject (matcher.peerMatches).
-func (w *sideWalker) eachPeerClass(p compiledPeer, subject *state.Pod, f func(c int32)) {
+func (b *sidesBuilder) eachPeerClass(p compiledPeer, subject *state.Pod, f func(c int32)) {
 	switch p.Kind {
 	case policy.PeerPods:
 		ns := p.Pods.Namespaces
-		for _, c := range w.classesOfAtom(p.atom) {
-			pod := w.reps[c][0]
+		for _, c := range b.classesOfAtom(p.atom) {
+			pod := b.reps[c][0]
 			if ns.Relative() && !ns.Matches(pod.Namespace.Name, pod.Namespace.Labels, subject.Namespace.Name, subject.Namespace.Labels) {
 				continue
 			}
@@ -358,8 +519,8 @@ func (w *sideWalker) eachPeerClass(p compiledPeer, subject *state.Pod, f func(c 
 	case policy.PeerIPBlock:
 		// The address of the peer is that of the family the flow takes:
 		// IPv4 when both ends have it, else IPv6.
-		in := w.classesInBlock(p.Block)
-		sf := w.familyOf(subject)
+		in := b.classesInBlock(p.Block)
+		sf := familyOf(subject)
 		if sf&1 != 0 {
 			for _, c := range in[0] {
 				f(c)
@@ -367,14 +528,14 @@ func (w *sideWalker) eachPeerClass(p compiledPeer, subject *state.Pod, f func(c 
 		}
 		if sf&2 != 0 {
 			for _, c := range in[1] {
-				if sf&1 == 0 || !w.has4[c] {
+				if sf&1 == 0 || !b.has4[c] {
 					f(c)
 				}
 			}
 		}
 	case policy.PeerNodes:
-		for _, c := range w.hostClasses {
-			if n := w.e.c.Node(w.reps[c][0].Node); n != nil && p.Nodes.Matches(n.Labels) {
+		for _, c := range b.hostClasses {
+			if n := b.e.c.Node(b.reps[c][0].Node); n != nil && p.Nodes.Matches(n.Labels) {
 				f(c)
 			}
 		}
@@ -383,70 +544,69 @@ func (w *sideWalker) eachPeerClass(p compiledPeer, subject *state.Pod, f func(c 
 }
 
 // classesOfAtom is the classes of pod atom a's members, ascending.
-func (w *sideWalker) classesOfAtom(a int32) []int32 {
-	if cs := w.atomClasses[a]; cs != nil {
+func (b *sidesBuilder) classesOfAtom(a int32) []int32 {
+	if cs := b.atomClasses[a]; cs != nil {
 		return cs
 	}
 	cs := []int32{}
-	for _, id := range w.e.members(a) {
-		if c := w.classOfPod[id]; c >= 0 {
+	for _, id := range b.e.members(a) {
+		if c := b.classOfPod[id]; c >= 0 {
 			cs = append(cs, c)
 		}
 	}
 	slices.Sort(cs)
 	cs = slices.Compact(cs)
-	w.atomClasses[a] = cs
+	b.atomClasses[a] = cs
 	return cs
 }
 
 // classesInBlock is the classes whose IPv4 address ([0]) and whose IPv6
-// address ([1]) are in b: the address a flow takes of each family
+// address ([1]) are in blk: the address a flow takes of each family
 // (PodEndpoint), which the class key holds alike for every member.
-func (w *sideWalker) classesInBlock(b policy.IPBlock) *[2][]int32 {
-	key := b.CIDR.String()
-	for _, x := range b.Except {
+func (b *sidesBuilder) classesInBlock(blk policy.IPBlock) *[2][]int32 {
+	key := blk.CIDR.String()
+	for _, x := range blk.Except {
 		key += " " + x.String()
 	}
-	if in, ok := w.blockClasses[key]; ok {
+	if in, ok := b.blockClasses[key]; ok {
 		return in
 	}
 	in := &[2][]int32{}
-	for c, r := range w.reps {
+	for c, r := range b.reps {
 		for fam, like := range [2]netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()} {
-			if ip, ok := r[0].IP(like); ok && b.Contains(ip) {
+			if ip, ok := r[0].IP(like); ok && blk.Contains(ip) {
 				in[fam] = append(in[fam], int32(c))
 			}
 		}
 	}
-	w.blockClasses[key] = in
+	b.blockClasses[key] = in
 	return in
 }
 
-// staticPorts is the ports of lo..hi that r's numbered ports match
+// staticPorts is the ports that r's numbered ports match
 // (matcher.portMatches).
-func (w *sideWalker) staticPorts(r compiledRule, lo, hi int) uint64 {
+func (b *sidesBuilder) staticPorts(r compiledRule) []uint64 {
 	if r.AllPorts {
-		return uint64(1)<<(hi-lo) - 1
+		return b.allPorts()
 	}
-	var m uint64
-	for k := lo; k < hi; k++ {
+	ports := make([]uint64, b.width)
+	for k, port := range b.s.Ports {
 		for _, pm := range r.Ports {
-			if pm.Named == "" && pm.Range.Contains(w.ports[k]) {
-				m |= 1 << (k - lo)
+			if pm.Named == "" && pm.Range.Contains(port) {
+				ports[k/64] |= 1 << (k % 64)
 				break
 			}
 		}
 	}
-	return m
+	return ports
 }
 
-// namedPorts is the ports of lo..hi that r's named ports resolve to on dst
+// namedPorts adds to ports those that r's named ports resolve to on dst
 // (matcher.portMatches): a host-network pod resolves none.
-func (w *sideWalker) namedPorts(r compiledRule, dst *state.Pod, lo, hi int) uint64 {
+func (b *sidesBuilder) namedPorts(ports []uint64, r compiledRule, dst *state.Pod) {
 	if dst.HostNetwork {
-		return 0
+		return
 	}
-	var m uint64
 	for _, pm := range r.Ports {
 		if pm.Named == "" {
 			continue
@@ -456,13 +616,12 @@ func (w *sideWalker) namedPorts(r compiledRule, dst *state.Pod, lo, hi int) uint
 				continue
 			}
 			if p, ok := dst.NamedPort(pm.Named, proto); ok {
-				if k, ok := w.segment[p]; ok && k >= lo && k < hi {
-					m |= 1 << (k - lo)
+				if k, ok := b.segment[p]; ok {
+					ports[k/64] |= 1 << (k % 64)
 				}
 			}
 		}
 	}
-	return m
 }
 
 func hasNamed(r compiledRule) bool {
@@ -477,66 +636,21 @@ func hasNamed(r compiledRule) bool {
 	return false
 }
 
-// groupAnswer groups n classes by the ports they are allowed: those in
-// touched as they say, every other one def. It costs the touched classes,
-// not n: the others are the gaps between them.
-func groupAnswer(n int, touched map[int32][]uint64, def []uint64) Answer {
-	order := make([]int32, 0, len(touched))
-	for c := range touched {
-		order = append(order, c)
-	}
-	slices.Sort(order)
-	var a Answer
-	index := map[string]int{}
-	add := func(ports []uint64, first, last int32) {
-		if !slices.ContainsFunc(ports, func(x uint64) bool { return x != 0 }) {
-			return // nothing allowed: in no group
-		}
-		key := string(binary.LittleEndian.AppendUint64(nil, ports[0]))
-		for _, x := range ports[1:] {
-			key = string(binary.LittleEndian.AppendUint64([]byte(key), x))
-		}
-		g, ok := index[key]
-		if !ok {
-			g = len(a)
-			index[key] = g
-			a = append(a, AnswerGroup{Ports: ports})
-		}
-		runs := a[g].Classes
-		if l := len(runs) - 1; l >= 0 && runs[l].Last == first-1 {
-			runs[l].Last = last
-		} else {
-			runs = append(runs, ClassRun{first, last})
-		}
-		a[g].Classes = runs
-	}
-	next := int32(0)
-	for _, c := range order {
-		if c > next {
-			add(def, next, c-1)
-		}
-		add(touched[c], c, c)
-		next = c + 1
-	}
-	if int(next) < n {
-		add(def, next, int32(n-1))
-	}
-	return a
-}
-
 // encode is the answer as bytes, equal for equal answers.
-func (a Answer) encode() []byte {
-	var b []byte
-	for _, g := range a {
-		b = binary.AppendUvarint(b, uint64(len(g.Ports)))
-		for _, x := range g.Ports {
+func (a *Answer) encode() []byte {
+	b := append([]byte(a.Tier), 0, byte(a.Rest))
+	for _, r := range a.Rules {
+		b = append(b, byte(r.Outcome))
+		for _, x := range r.Ports {
 			b = binary.AppendUvarint(b, x)
 		}
-		b = binary.AppendUvarint(b, uint64(len(g.Classes)))
-		for _, r := range g.Classes {
-			b = binary.AppendUvarint(b, uint64(r.First))
-			b = binary.AppendUvarint(b, uint64(r.Last))
+		b = binary.AppendUvarint(b, uint64(r.Set))
+		if r.Policy != nil {
+			b = append(b, r.Policy.String()...)
 		}
+		b = append(b, 0)
+		b = append(b, r.Rule...)
+		b = append(b, 0)
 	}
 	return b
 }

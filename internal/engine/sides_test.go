@@ -44,10 +44,10 @@ spec:
 `, source.Options{}, engine.Options{})
 	c := e.Cluster()
 	ports := []l4.Port{{Proto: l4.TCP, Num: 80}, {Proto: l4.TCP, Num: 8080}, {Proto: l4.TCP, Num: 9090}}
-	sides := e.Sides(c.Pods, ports)
+	sides := e.Sides(c.Pods, ports, nil)
 	allowed := func(i, j, k int) bool {
 		ci, cj := sides.Class[i], sides.Class[j]
-		return sides.Egress[sides.EgressOf[ci]].Allows(cj, k) && sides.Ingress[sides.IngressOf[cj]].Allows(ci, k)
+		return sides.Allowed(ci, cj, k)
 	}
 	// Written from the policies: every pod's ingress allows its own
 	// "http" port only (a: 80, d: 8080; b and c declare none), and b's

@@ -45,6 +45,7 @@ var (
 	Size1k   = Size{Name: "1k", Namespaces: 50, Pods: 1000, NetPols: 990, Admin: 10}
 	Size2k   = Size{Name: "2k", Namespaces: 100, Pods: 2000, NetPols: 1980, Admin: 20}
 	Size10k  = Size{Name: "10k", Namespaces: 500, Pods: 10000, NetPols: 10000, Admin: 100}
+	Size30k  = Size{Name: "30k", Namespaces: 7500, Pods: 30000, NetPols: 22500, Admin: 300}
 	Size100k = Size{Name: "100k", Namespaces: 25000, Pods: 100000, NetPols: 75000, Admin: 1000}
 )
 
