@@ -171,10 +171,11 @@ type sidesBuilder struct {
 	segment      map[l4.Port]int
 	named        map[namedKey]bool
 	// What is kept once.
-	sets    map[string]int32 // a set's encoding -> its index
-	rules   map[ruleKey][]AnswerRule
-	steps   map[stepKey]int32 // -> answer, -1 for a step with nothing to say
-	answers map[string]int32  // an answer's encoding -> its index
+	sets     map[string]int32 // a set's encoding -> its index
+	atomSets map[string]int32 // pod atoms, as peers of a rule -> their set
+	rules    map[ruleKey][]AnswerRule
+	steps    map[stepKey]int32 // -> answer, -1 for a step with nothing to say
+	answers  map[string]int32  // an answer's encoding -> its index
 	// Scratch for a set being made.
 	mark  []uint32
 	epoch uint32
@@ -211,7 +212,7 @@ func newSidesBuilder(e *Engine, s *Sides) *sidesBuilder {
 	b := &sidesBuilder{e: e, s: s, reps: cm.reps, width: (len(cm.Ports) + 63) / 64,
 		classOfPod: make([]int32, len(e.c.Pods)), atomClasses: make([][]int32, len(e.ix.podAtoms)),
 		blockClasses: map[string]*[2][]int32{}, has4: make([]bool, n), segment: map[l4.Port]int{},
-		named: map[namedKey]bool{}, sets: map[string]int32{}, rules: map[ruleKey][]AnswerRule{},
+		named: map[namedKey]bool{}, sets: map[string]int32{}, atomSets: map[string]int32{}, rules: map[ruleKey][]AnswerRule{},
 		steps: map[stepKey]int32{}, answers: map[string]int32{}, mark: make([]uint32, n)}
 	for i := range b.classOfPod {
 		b.classOfPod[i] = -1
@@ -389,23 +390,26 @@ func (b *sidesBuilder) rule(dir policy.Direction, subject *state.Pod, p *compile
 		return AnswerRule{Outcome: outcomeOf(r.Action), Ports: ports, Set: b.set(classes), Policy: &ref, Rule: r.Label()}
 	}
 	static := b.staticPorts(r)
-	var classes []int32
-	if r.AllPeers {
-		classes = b.allClasses()
-	} else {
-		classes = b.peerClasses(r, subject)
-	}
 	var out []AnswerRule
 	switch {
 	case !named || dir == policy.Ingress:
 		if named {
 			b.namedPorts(static, r, subject)
 		}
-		if len(classes) > 0 && !zero(static) {
-			out = append(out, one(static, classes))
+		if zero(static) {
+			break
+		}
+		if set := b.peerSet(r, subject); set >= 0 {
+			out = append(out, AnswerRule{Outcome: outcomeOf(r.Action), Ports: static, Set: set, Policy: &ref, Rule: r.Label()})
 		}
 	default:
 		// Egress: group the classes by the ports r resolves to on them.
+		var classes []int32
+		if r.AllPeers {
+			classes = b.allClasses()
+		} else {
+			classes = b.peerClasses(r, subject)
+		}
 		groups := map[string][]int32{}
 		var order []string
 		ports := make([]uint64, b.width)
@@ -454,6 +458,33 @@ func (b *sidesBuilder) allClasses() []int32 {
 		all[c] = int32(c)
 	}
 	return all
+}
+
+// peerSet is the set of the classes r's peers match, seen from subject;
+// -1 for none. Rules of many policies name the same selectors (every
+// namespace labelled env=prod), so a set of pod peers that no subject
+// changes is made once per list of selectors, not once per rule.
+func (b *sidesBuilder) peerSet(r compiledRule, subject *state.Pod) int32 {
+	if r.AllPeers {
+		return b.set(b.allClasses())
+	}
+	var key []byte
+	for _, p := range r.peers {
+		if p.Kind != policy.PeerPods || p.Pods.Namespaces.Relative() {
+			key = nil
+			break
+		}
+		key = binary.AppendUvarint(key, uint64(p.atom))
+	}
+	if key == nil {
+		return b.set(b.peerClasses(r, subject))
+	}
+	if set, ok := b.atomSets[string(key)]; ok {
+		return set
+	}
+	set := b.set(b.peerClasses(r, subject))
+	b.atomSets[string(key)] = set
+	return set
 }
 
 // peerClasses is the classes some peer of r matches, seen from subject,
