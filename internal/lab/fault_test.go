@@ -3,6 +3,7 @@ package lab_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -57,10 +58,21 @@ status: {podIPs: [{ip: 198.18.1.2}, {ip: "fd00:198:18:1::2"}]}
 type pushStream struct {
 	name     string
 	received atomic.Int64
-	closers  []interface{ Close() error }
+	// The server's accepting goroutine adds its connection while the test
+	// adds the client's (a race -race found in this test).
+	mu      sync.Mutex
+	closers []io.Closer
+}
+
+func (s *pushStream) onClose(c io.Closer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closers = append(s.closers, c)
 }
 
 func (s *pushStream) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, c := range s.closers {
 		_ = c.Close()
 	}
@@ -104,13 +116,13 @@ func push(t *testing.T, l *lab.Lab, client, server lab.Pod, network string, dst 
 			if err != nil {
 				return err
 			}
-			s.closers = append(s.closers, ln)
+			s.onClose(ln)
 			go func() {
 				c, err := ln.Accept()
 				if err != nil {
 					return
 				}
-				s.closers = append(s.closers, c)
+				s.onClose(c)
 				tick(func() error { _, err := c.Write([]byte("x")); return err })
 			}()
 			return nil
@@ -119,7 +131,7 @@ func push(t *testing.T, l *lab.Lab, client, server lab.Pod, network string, dst 
 		if err != nil {
 			return err
 		}
-		s.closers = append(s.closers, pc)
+		s.onClose(pc)
 		go func() {
 			buf := make([]byte, 64)
 			_, from, err := pc.ReadFrom(buf)
@@ -138,7 +150,7 @@ func push(t *testing.T, l *lab.Lab, client, server lab.Pod, network string, dst 
 		if err != nil {
 			return err
 		}
-		s.closers = append(s.closers, c)
+		s.onClose(c)
 		if network == "udp" {
 			if _, err := c.Write([]byte("hello")); err != nil {
 				return err
