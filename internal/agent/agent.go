@@ -580,15 +580,6 @@ func countObjects(l diag.List) int {
 	return len(seen)
 }
 
-func endpoint(e *engine.Engine, ip netip.Addr) engine.Endpoint {
-	c := e.Cluster()
-	return engine.Endpoint{IP: ip, Pod: c.PodByIP(ip), Node: c.NodeByIP(ip)}
-}
-
-func isLocal(ep engine.Endpoint, local map[string]bool) bool {
-	return ep.Pod != nil && local[ep.Pod.Key()]
-}
-
 // Status returns the state of the last pass.
 func (a *Agent) Status() Status { return a.status }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
 )
@@ -74,7 +75,7 @@ func newMetrics() *metrics {
 		Help: "Passes failed since the last good one (0: the kernel enforces the input); retries back off."})
 	m.registry.MustRegister(m.sync, m.latency, m.chains, m.rules, m.sets, m.elements, m.pods, m.invalid, m.failedClosed, m.refused, m.errors, m.cut,
 		m.drift, m.failing,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, stage := range []string{stageInput, stageKernel, stageStatus, stageDNS} {
 		m.errors.WithLabelValues(stage) // export zeros: a rate over a missing series is no answer
 	}

@@ -25,7 +25,7 @@ func TestRetryUnreachable(t *testing.T) {
 		{"refused three times, then answers", []error{refused, refused, refused}, 4, false},
 		{"503 while it starts, then answers", []error{apierrors.NewServiceUnavailable("starting")}, 2, false},
 		{"403 goes to the reflector", []error{apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no"))}, 1, true},
-		{"410 Gone goes to the reflector", []error{apierrors.NewGone("too old")}, 1, true},
+		{"410 Gone goes to the reflector", []error{apierrors.NewResourceExpired("too old")}, 1, true},
 	} {
 		calls := 0
 		_, err := retryUnreachable(context.Background(), "pods", func() (int, error) {
