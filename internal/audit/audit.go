@@ -14,7 +14,6 @@
 package audit
 
 import (
-	"encoding/json"
 	"io"
 	"net/netip"
 	"strconv"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/netpol/netpol/internal/compile"
 	"github.com/netpol/netpol/internal/dataplane/nflog"
+	"github.com/netpol/netpol/internal/jsontext"
 	"github.com/netpol/netpol/internal/policy"
 )
 
@@ -172,7 +172,7 @@ func (l *Logger) Log(p nflog.Packet) error {
 	}
 	l.seen[key] = &folded{written: now}
 	l.rateLimited = 0
-	data, err := json.Marshal(line)
+	data, err := jsontext.Marshal(line)
 	if err != nil {
 		return err
 	}

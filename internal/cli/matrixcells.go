@@ -1,8 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"github.com/netpol/netpol/internal/escape"
+	"github.com/netpol/netpol/internal/jsontext"
 	"io"
 	"strconv"
 	"strings"
@@ -112,7 +112,7 @@ type jsonCells struct {
 func newJSONCells(w io.Writer, g *grid) (*jsonCells, error) {
 	j := &jsonCells{w: w, names: make([][]byte, len(g.units)), first: true}
 	for u, x := range g.units {
-		j.names[u], _ = json.Marshal(x.key()) // a string: cannot fail
+		j.names[u], _ = jsontext.Marshal(x.key()) // a string: cannot fail
 	}
 	_, err := io.WriteString(w, "[")
 	return j, err

@@ -1,12 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
 	"io"
 	"strconv"
 
 	"github.com/netpol/netpol/internal/diff"
 	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/jsontext"
 	"github.com/netpol/netpol/internal/l4"
 )
 
@@ -162,13 +162,13 @@ func eachClassPods(cm *engine.ClassMatrix, f func(c int, pods []string) bool) {
 
 // appendString appends a JSON string.
 func appendString(b []byte, str string) []byte {
-	data, _ := json.Marshal(str) // a string cannot fail to marshal
+	data, _ := jsontext.Marshal(str) // a string cannot fail to marshal
 	return append(b, data...)
 }
 
 // appendStrings appends a JSON array of strings.
 func appendStrings(b []byte, ss []string) []byte {
-	data, _ := json.Marshal(ss) // strings cannot fail to marshal
+	data, _ := jsontext.Marshal(ss) // strings cannot fail to marshal
 	return append(b, data...)
 }
 

@@ -1,12 +1,13 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/netpol/netpol/internal/jsontext"
 )
 
 // outputFlag registers -o with the formats a command supports; the first is
@@ -36,7 +37,7 @@ func chain(a, b func(*cobra.Command, []string) error) func(*cobra.Command, []str
 }
 
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := jsontext.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

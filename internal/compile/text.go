@@ -1,20 +1,20 @@
 package compile
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/netip"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/netpol/netpol/internal/jsontext"
 	"github.com/netpol/netpol/internal/l4"
 )
 
 // MarshalJSON spells tier and ports out.
 func (r Rule) MarshalJSON() ([]byte, error) {
 	type plain Rule
-	return json.Marshal(struct {
+	return jsontext.Marshal(struct {
 		Tier  string   `json:"tier"`
 		Ports []string `json:"ports,omitempty"`
 		plain
@@ -24,7 +24,7 @@ func (r Rule) MarshalJSON() ([]byte, error) {
 // MarshalJSON adds the direction.
 func (t *Table) MarshalJSON() ([]byte, error) {
 	type plain Table
-	return json.Marshal(struct {
+	return jsontext.Marshal(struct {
 		Direction string `json:"direction"`
 		*plain
 	}{t.Dir.String(), (*plain)(t)})
@@ -32,7 +32,7 @@ func (t *Table) MarshalJSON() ([]byte, error) {
 
 // MarshalJSON writes "ip proto/port".
 func (e Endpoint) MarshalJSON() ([]byte, error) {
-	return json.Marshal(e.String())
+	return jsontext.Marshal(e.String())
 }
 
 func (e Endpoint) String() string { return e.IP.String() + " " + e.Port.String() }

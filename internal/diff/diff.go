@@ -20,12 +20,12 @@ package diff
 
 import (
 	"cmp"
-	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/jsontext"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/state"
@@ -131,7 +131,7 @@ func (r PortRange) MarshalJSON() ([]byte, error) {
 	if r.Last != r.First {
 		v.EndPort = r.Last
 	}
-	return json.Marshal(v)
+	return jsontext.Marshal(v)
 }
 
 // Options tune Compare.

@@ -1,13 +1,13 @@
 package lint
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/netpol/netpol/internal/apis/kep"
+	"github.com/netpol/netpol/internal/jsontext"
 	"github.com/netpol/netpol/internal/source"
 )
 
@@ -89,7 +89,7 @@ func (l *linter) kepRelative(add func(field, msg, hint string), field string, ns
 
 // selectorYAML writes a label selector in YAML flow style (JSON is YAML).
 func selectorYAML(s *metav1.LabelSelector) string {
-	b, err := json.Marshal(s)
+	b, err := jsontext.Marshal(s)
 	if err != nil {
 		return "{...}"
 	}

@@ -11,7 +11,6 @@
 package secgroups
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/netip"
@@ -19,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/netpol/netpol/internal/compile"
+	"github.com/netpol/netpol/internal/jsontext"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/policy"
 )
@@ -77,7 +77,7 @@ func (JSON) Render(w io.Writer, ir *compile.IR) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(w)
+	enc := jsontext.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }
