@@ -16,6 +16,7 @@ import (
 	"github.com/netpol/netpol/internal/manifest"
 	"github.com/netpol/netpol/internal/pipeline"
 	"github.com/netpol/netpol/internal/source"
+	"github.com/netpol/netpol/internal/words"
 )
 
 func newConvert() *cobra.Command {
@@ -79,7 +80,7 @@ netpol diff MANIFESTS OUT-DIR shows the proof for yourself.`,
 				for _, p := range res.Problems {
 					fmt.Fprintf(stderr, "cannot convert: %s\n", p)
 				}
-				return errSilent{fmt.Errorf("%s cannot be carried over", count(len(res.Problems), "part"))}
+				return errSilent{fmt.Errorf("%s cannot be carried over", words.Count(len(res.Problems), "part"))}
 			}
 			data, err := manifest.YAML(res.Policies)
 			if err != nil {
@@ -175,7 +176,7 @@ func convertSummary(res convert.Result, e *engine.Engine, engineChecked bool) st
 	}
 	proof := "each reads back rule for rule as the policy it replaces"
 	if engineChecked {
-		proof += ", and the engine decides every pair of the input's " + count(len(e.Cluster().Pods), "pod") + " on every port the same with them"
+		proof += ", and the engine decides every pair of the input's " + words.Count(len(e.Cluster().Pods), "pod") + " on every port the same with them"
 	}
 	return fmt.Sprintf("converted %s into %s; %s (apply them, then delete the originals)",
 		strings.Join(parts, " and "), policies(len(res.Policies), "ClusterNetworkPolicy"), proof)

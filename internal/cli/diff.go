@@ -18,6 +18,7 @@ import (
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/graph"
 	"github.com/netpol/netpol/internal/source"
+	"github.com/netpol/netpol/internal/words"
 )
 
 func newDiff() *cobra.Command {
@@ -169,7 +170,7 @@ func summaryLine(r *diff.Result) string {
 	s := r.Summary
 	services := ""
 	if len(r.Services) > 0 {
-		services = "; " + count(len(r.Services), "Service port") + " reached differently"
+		services = "; " + words.Count(len(r.Services), "Service port") + " reached differently"
 	}
 	if len(r.Groups) == 0 {
 		if services != "" {
@@ -177,14 +178,7 @@ func summaryLine(r *diff.Result) string {
 		}
 		return "no connectivity changes"
 	}
-	return fmt.Sprintf("%d gained, %d lost, %d changed, over %s", s.Gained, s.Lost, s.Changed, count(s.PodPairs, "pod pair")) + services
-}
-
-func count(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return strconv.Itoa(n) + " " + what + "s"
+	return fmt.Sprintf("%d gained, %d lost, %d changed, over %s", s.Gained, s.Lost, s.Changed, words.Count(s.PodPairs, "pod pair")) + services
 }
 
 // entryPorts is "+8443/tcp -8080/tcp" for a changed entry, else the ports.
@@ -253,7 +247,7 @@ func writePodLists(w io.Writer, r *diff.Result, bullet string) {
 		pods []string
 	}{{"only in NEW", r.AddedPods}, {"only in OLD", r.RemovedPods}} {
 		if len(l.pods) > 0 {
-			fmt.Fprintf(w, "\n%s%s %s (not compared): %s\n", bullet, count(len(l.pods), "pod"), l.what, strings.Join(l.pods, ", "))
+			fmt.Fprintf(w, "\n%s%s %s (not compared): %s\n", bullet, words.Count(len(l.pods), "pod"), l.what, strings.Join(l.pods, ", "))
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/netpol/netpol/internal/escape"
 	"github.com/netpol/netpol/internal/exposure"
+	"github.com/netpol/netpol/internal/words"
 )
 
 func newExposure() *cobra.Command {
@@ -79,7 +80,7 @@ func podsToday(en exposure.Entry) string {
 	if en.PodsToday == nil {
 		return ""
 	}
-	return count(*en.PodsToday, "pod") + " today"
+	return words.Count(*en.PodsToday, "pod") + " today"
 }
 
 // sideHead is what a side is in a few words: isolated or not, and what it
@@ -139,7 +140,7 @@ func writeExposureText(w io.Writer, r *exposure.Report) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s (%s)\n", escape.Controls(wl.Display()), count(len(wl.Pods), "pod"))
+		fmt.Fprintf(w, "%s (%s)\n", escape.Controls(wl.Display()), words.Count(len(wl.Pods), "pod"))
 		for _, d := range sidesOf(wl) {
 			fmt.Fprintf(w, "  %s  %s\n", d.name, escape.Controls(sideHead(d.side)))
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -170,7 +171,7 @@ func writeExposureMarkdown(w io.Writer, r *exposure.Report) {
 	listed := listedBlocks{}
 	for i := range r.Workloads {
 		wl := &r.Workloads[i]
-		fmt.Fprintf(w, "### %s (%s)\n\n", escape.Markdown(wl.Display()), count(len(wl.Pods), "pod"))
+		fmt.Fprintf(w, "### %s (%s)\n\n", escape.Markdown(wl.Display()), words.Count(len(wl.Pods), "pod"))
 		for _, d := range sidesOf(wl) {
 			head := sideHead(d.side)
 			if head != "" {

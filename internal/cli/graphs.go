@@ -11,6 +11,7 @@ import (
 	"github.com/netpol/netpol/internal/graph"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/state"
+	"github.com/netpol/netpol/internal/words"
 )
 
 // writeSVG renders g, and says on stderr when it was too big to draw whole.
@@ -32,7 +33,7 @@ func matrixGraph(e *engine.Engine, pods []*state.Pod, ports []l4.Port) *graph.Gr
 	}
 	ids := map[key]int{}
 	var members [][]*state.Pod
-	g := &graph.Graph{Title: fmt.Sprintf("netpol matrix: %s on %s", count(len(pods), "pod"), portList(ports))}
+	g := &graph.Graph{Title: fmt.Sprintf("netpol matrix: %s on %s", words.Count(len(pods), "pod"), portList(ports))}
 	for i, p := range pods {
 		k := key{class[i], p.Namespace.Name}
 		id, ok := ids[k]
@@ -64,7 +65,7 @@ func matrixGraph(e *engine.Engine, pods []*state.Pod, ports []l4.Port) *graph.Gr
 			}
 			label := portList(allowed)
 			if len(allowed) == len(ports) && len(ports) > 2 {
-				label = "all " + count(len(ports), "port")
+				label = "all " + words.Count(len(ports), "port")
 			}
 			g.Edges = append(g.Edges, graph.Edge{From: a, To: b, Label: label})
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/netpol/netpol/internal/lab"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/suggest"
+	"github.com/netpol/netpol/internal/words"
 )
 
 func newLab() *cobra.Command {
@@ -111,7 +112,7 @@ func newLabUp(name *string) *cobra.Command {
 			if err := l.WaitProgrammed(cmd.Context(), 30*time.Second); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "lab %s: %d nodes, %d pods; agents programmed. Next: netpol lab probe --name %s\n", *name, len(l.Nodes), len(l.Pods), *name)
+			fmt.Fprintf(cmd.OutOrStdout(), "lab %s: %s, %s; agents programmed. Next: netpol lab probe --name %s\n", *name, words.Count(len(l.Nodes), "node"), words.Count(len(l.Pods), "pod"), *name)
 			if record {
 				fmt.Fprintf(cmd.OutOrStdout(), "recording every connection into %s\n", l.RecordFile("*"))
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/lab"
+	"github.com/netpol/netpol/internal/words"
 )
 
 // nameProbeRow is one connection to a name as printed.
@@ -80,6 +81,6 @@ func writeNameProbe(w io.Writer, output string, rows []nameProbeRow, bad int) er
 		r := rows[i]
 		return []string{r.From, r.Name, r.Addr, r.To, r.Port, r.Kernel, r.Predicted}, r.Mismatch
 	})
-	fmt.Fprintf(w, "\n%d connections to names probed, %d mismatches\n", len(rows), bad)
+	fmt.Fprintf(w, "\n%s to names probed, %s\n", words.Count(len(rows), "connection"), words.CountAs(bad, "mismatch", "mismatches"))
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/netpol/netpol/internal/diag"
 	"github.com/netpol/netpol/internal/lint"
+	"github.com/netpol/netpol/internal/words"
 )
 
 func newLint() *cobra.Command {
@@ -147,15 +148,8 @@ func writeLintText(w io.Writer, findings []lint.Finding) {
 		fmt.Fprintln(w, "no findings")
 		return
 	}
-	fmt.Fprintf(w, "\n%s: %d errors, %d warnings, %d info\n", plural(len(findings), "finding", "findings"),
-		counts[lint.Error], counts[lint.Warning], counts[lint.Info])
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
+	fmt.Fprintf(w, "\n%s: %s, %s, %s\n", words.Count(len(findings), "finding"),
+		words.Count(counts[lint.Error], "error"), words.Count(counts[lint.Warning], "warning"), words.CountAs(counts[lint.Info], "info", "info"))
 }
 
 type findingJSON struct {

@@ -175,3 +175,13 @@ func TestLintUnknownFieldInAdminPolicy(t *testing.T) {
 		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s\nwant exit 1 and:\n%s", code, out, stderr, want)
 	}
 }
+
+// TestLintSummarySpellsCounts: the summary of the bundled example has one
+// error, which it spelt "1 errors".
+func TestLintSummarySpellsCounts(t *testing.T) {
+	_, out, _ := run(t, "", "lint", "-f", "../../examples/lint")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if got, want := lines[len(lines)-1], "14 findings: 1 error, 11 warnings, 2 info"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+}

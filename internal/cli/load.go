@@ -18,6 +18,7 @@ import (
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/source/kube"
 	"github.com/netpol/netpol/internal/state"
+	"github.com/netpol/netpol/internal/words"
 )
 
 // inputFlags are the flags of every command that reads a cluster.
@@ -149,8 +150,9 @@ func (f *inputFlags) buildFrom(cmd *cobra.Command, shape source.ANPShape, paths 
 	}
 	p.Stop() // before the line below
 	if took := time.Since(start); took > slowLoad && !f.quiet {
-		fmt.Fprintf(cmd.ErrOrStderr(), "netpol: read %d objects (%d pods, %d policies, %d selector atoms) in %s\n",
-			read, len(e.Cluster().Pods), len(e.Cluster().Policies), e.Selectors(), took.Round(time.Millisecond))
+		fmt.Fprintf(cmd.ErrOrStderr(), "netpol: read %s (%s, %s, %s) in %s\n",
+			words.Count(read, "object"), words.Count(len(e.Cluster().Pods), "pod"), words.CountAs(len(e.Cluster().Policies), "policy", "policies"),
+			words.Count(e.Selectors(), "selector atom"), took.Round(time.Millisecond))
 	}
 	return e, diags, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/netpol/netpol/internal/graph"
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/state"
+	"github.com/netpol/netpol/internal/words"
 )
 
 // matrixOptions are matrix's flags.
@@ -300,15 +301,15 @@ func writeSides(cmd *cobra.Command, bw *bufio.Writer, quiet bool, e *engine.Engi
 // matrixSummary is the text table's last line: what was decided, and the
 // work it took.
 func matrixSummary(g *grid, cm *engine.ClassMatrix) string {
-	rows := count(g.pods, "pod")
+	rows := words.Count(g.pods, "pod")
 	if g.byWorkload {
-		rows = count(len(g.units), "workload") + " of " + rows
+		rows = words.Count(len(g.units), "workload") + " of " + rows
 	}
 	classes := "behaviour classes"
 	if cm.Classes() == 1 {
 		classes = "behaviour class"
 	}
-	return fmt.Sprintf("%s, %s: %d %s decided", rows, count(len(g.ports), "port"), cm.Classes(), classes)
+	return fmt.Sprintf("%s, %s: %d %s decided", rows, words.Count(len(g.ports), "port"), cm.Classes(), classes)
 }
 
 // portRanges makes each port a range of one.

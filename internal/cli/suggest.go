@@ -14,6 +14,7 @@ import (
 	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/source"
 	"github.com/netpol/netpol/internal/suggest"
+	"github.com/netpol/netpol/internal/words"
 )
 
 func newSuggest() *cobra.Command {
@@ -207,7 +208,7 @@ func readFlows(cmd *cobra.Command, ends *suggest.Ends, paths []string) ([]sugges
 			return nil, troubleError{fmt.Errorf("%s: %w", path, err)}
 		}
 		if denied > 0 {
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d denied flows skipped: the policies allow observed traffic only\n", path, denied)
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s skipped: the policies allow observed traffic only\n", path, words.Count(denied, "denied flow"))
 		}
 		all = append(all, flows...)
 	}
@@ -301,7 +302,7 @@ func writeSuggestion(cmd *cobra.Command, output, outDir string, nps []suggest.Po
 	for _, warning := range warnings {
 		fmt.Fprintf(w, "warning: %s\n", warning)
 	}
-	fmt.Fprintf(w, "%d policies for %d observed flows: %d allowed with them enforced", len(nps), r.Flows, r.Allowed)
+	fmt.Fprintf(w, "%s for %s: %d allowed with them enforced", words.CountAs(len(nps), "policy", "policies"), words.Count(r.Flows, "observed flow"), r.Allowed)
 	for _, f := range r.Denied {
 		fmt.Fprintf(w, "\n  denied: %s", f)
 	}

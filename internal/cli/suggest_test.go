@@ -41,7 +41,7 @@ status: {podIP: 198.18.1.2}
 		t.Errorf("policies:\n%s\nwant client-suggested and web-0-suggested, port http", out)
 	}
 	// client -> web-0:8080 stays; web-0 -> client:9000 is lost (never seen).
-	want := "2 policies for 1 observed flows: 1 allowed with them enforced\n" +
+	want := "2 policies for 1 observed flow: 1 allowed with them enforced\n" +
 		"1 of 2 pod pairs x declared ports lose access; 0 stay open that no flow was seen on\n"
 	if stderr != want {
 		t.Errorf("stderr %q, want %q", stderr, want)
@@ -113,8 +113,8 @@ spec: {containers: [{name: c}]}
 	}
 	// Cells: client -> web x2, web -> web x2 (8080 each); the web pods
 	// lose each other.
-	want := node1 + ": 1 denied flows skipped: the policies allow observed traffic only\n" +
-		"2 policies for 1 observed flows: 1 allowed with them enforced\n" +
+	want := node1 + ": 1 denied flow skipped: the policies allow observed traffic only\n" +
+		"2 policies for 1 observed flow: 1 allowed with them enforced\n" +
 		"2 of 4 pod pairs x declared ports lose access; 0 stay open that no flow was seen on\n"
 	if stderr != want {
 		t.Errorf("stderr %q, want %q", stderr, want)
@@ -156,7 +156,7 @@ spec: {containers: [{name: c, ports: [{containerPort: 9000}]}]}
 	}
 	// As with NetworkPolicies: client -> web-0:8080 stays, web-0 ->
 	// client:9000 is lost.
-	want := "2 policies for 1 observed flows: 1 allowed with them enforced\n" +
+	want := "2 policies for 1 observed flow: 1 allowed with them enforced\n" +
 		"1 of 2 pod pairs x declared ports lose access; 0 stay open that no flow was seen on\n"
 	if stderr != want {
 		t.Errorf("stderr %q, want %q", stderr, want)
@@ -196,7 +196,7 @@ spec: {podSelector: {}, ingress: [{from: []}]}
 	// The input is read once: its own warning is said once too.
 	wantStderr := "warning: - (document 3): NetworkPolicy other/none: spec.ingress[0].from: an empty list matches every peer in networking.k8s.io/v1, like no list at all\n" +
 		"warning: " + want + "\n" +
-		"1 policies for 1 observed flows: 1 allowed with them enforced\n" +
+		"1 policy for 1 observed flow: 1 allowed with them enforced\n" +
 		"2 of 2 pod pairs x declared ports lose access; 0 stay open that no flow was seen on\n"
 	code, _, stderr := run(t, twins, "suggest", "-f", "-", "--flows", flows)
 	if code != 0 || stderr != wantStderr {

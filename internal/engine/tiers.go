@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/state"
+	"github.com/netpol/netpol/internal/words"
 )
 
 // The tiers are one ordered list (tiers, below) that every consumer walks:
@@ -232,6 +233,6 @@ func (m matcher) restStep(st *stage, untouched bool, s *Side) {
 	case st.isolating:
 		s.Steps = append(s.Steps, Step{Tier: tier, Action: ActionNoMatch, Note: "no " + tier + " isolates the pod for " + m.dir.String()})
 	case untouched && len(st.policies) > 0:
-		s.Steps = append(s.Steps, Step{Tier: tier, Action: ActionNoMatch, Note: countNote(len(st.policies), st.word+" policy selects", st.word+" policies select") + " the pod; no rule matched"})
+		s.Steps = append(s.Steps, Step{Tier: tier, Action: ActionNoMatch, Note: words.CountAs(len(st.policies), st.word+" policy selects", st.word+" policies select") + " the pod; no rule matched"})
 	}
 }

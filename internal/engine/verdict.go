@@ -3,7 +3,6 @@ package engine
 import (
 	"math/bits"
 	"net/netip"
-	"strconv"
 	"strings"
 
 	"github.com/netpol/netpol/internal/l4"
@@ -176,13 +175,6 @@ func (e *Engine) walk(dir policy.Direction, subjectEP, peer, dst Endpoint, ports
 		s.Steps = append(s.Steps, Step{Tier: "Default", Action: ActionAllow, Note: "nothing denied it"})
 	}
 	return allowed | open
-}
-
-func countNote(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
 }
 
 // matcher holds one side of one flow, over the ports being decided.

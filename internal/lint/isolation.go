@@ -9,6 +9,7 @@ import (
 	"github.com/netpol/netpol/internal/l4"
 	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/state"
+	"github.com/netpol/netpol/internal/words"
 )
 
 // dnsLabel marks the cluster DNS pods, as kube-dns and CoreDNS deploy them.
@@ -119,10 +120,10 @@ func (l *linter) allowsNothingFinding(d policy.Direction, by []*policy.Policy, c
 	}
 	what := "no rule allows anything"
 	if rules > 0 {
-		what = fmt.Sprintf("its %s %s no pod in the state", plural(rules, d.String()+" rule", d.String()+" rules"), verb(rules, "matches", "match"))
+		what = fmt.Sprintf("its %s %s no pod in the state", words.CountAs(rules, d.String()+" rule", d.String()+" rules"), verb(rules, "matches", "match"))
 	}
 	f.Message = fmt.Sprintf("isolates %s (%s)%s for %s and %s: all %s traffic of these pods is denied unless an admin policy allows it",
-		plural(pods, "pod", "pods"), podList(members), together, d, what, d)
+		words.CountAs(pods, "pod", "pods"), podList(members), together, d, what, d)
 	if d == policy.Egress {
 		f.Message += "; DNS included, so they cannot even resolve names"
 	}
@@ -205,7 +206,7 @@ func (l *linter) dns(cutOff []bool) {
 		}
 	}
 	for _, g := range groups {
-		g.f.Message = fmt.Sprintf("%s (%s affected)", g.f.Message, plural(g.pods, "source pod", "source pods"))
+		g.f.Message = fmt.Sprintf("%s (%s affected)", g.f.Message, words.CountAs(g.pods, "source pod", "source pods"))
 		l.add(g.f)
 	}
 }

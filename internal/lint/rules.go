@@ -9,6 +9,7 @@ import (
 	"github.com/netpol/netpol/internal/engine"
 	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/state"
+	"github.com/netpol/netpol/internal/words"
 )
 
 // actionWord is a rule's action as its API spells it.
@@ -135,10 +136,10 @@ func (l *linter) priorityPair(a, b *policy.Policy) {
 	if conflicting > 0 {
 		f.Severity, rules, flow = Error, conflictRules, &conflict
 		f.Message = fmt.Sprintf("same priority (%d) as %s, and they disagree on %s: %s is matched by %s %s (%s) and by this policy's %s (%s); the API leaves their order undefined (netpol applies %s first), so the verdict depends on the implementation",
-			a.Priority, a.Ref, plural(conflicting, "flow", "flows"), flow, a.Name, ruleName(rules[0]), actionWord(rules[0]), ruleName(rules[1]), actionWord(rules[1]), a.Name)
+			a.Priority, a.Ref, words.CountAs(conflicting, "flow", "flows"), flow, a.Name, ruleName(rules[0]), actionWord(rules[0]), ruleName(rules[1]), actionWord(rules[1]), a.Name)
 	} else {
 		f.Message = fmt.Sprintf("same priority (%d) as %s, and both match %s (e.g. %s: %s %s and this policy's %s, both %s); they agree on all of them, so their undefined order does not change a verdict today",
-			a.Priority, a.Ref, plural(shared, "flow", "flows"), flow, a.Name, ruleName(rules[0]), ruleName(rules[1]), actionWord(rules[0]))
+			a.Priority, a.Ref, words.CountAs(shared, "flow", "flows"), flow, a.Name, ruleName(rules[0]), ruleName(rules[1]), actionWord(rules[0]))
 	}
 	f.Example = flow.finding()
 	f.Related = []Place{placeOf(rules[0]), placeOf(rules[1])}
@@ -243,15 +244,15 @@ func (l *linter) override(r *policy.Rule, subjects []int) {
 			who = append(who, fmt.Sprintf("and %d more", len(order)-3))
 			break
 		}
-		who = append(who, fmt.Sprintf("%s %s (%s, %s)", ar.Policy.Ref, ruleName(ar), actionWord(ar), plural(byRule[ar], "flow", "flows")))
+		who = append(who, fmt.Sprintf("%s %s (%s, %s)", ar.Policy.Ref, ruleName(ar), actionWord(ar), words.CountAs(byRule[ar], "flow", "flows")))
 	}
 	f := Finding{Severity: Info, Code: CodeAdminOverridesNP, Object: r.Policy.Ref, Origin: r.Policy.Origin, Field: ruleField(r), Example: ex.finding()}
 	if decided == total {
 		f.Message = fmt.Sprintf("fully overridden: admin rules decide all %s this rule matches, before NetworkPolicies are consulted: %s; e.g. %s",
-			plural(total, "flow", "flows"), strings.Join(who, ", "), &ex)
+			words.CountAs(total, "flow", "flows"), strings.Join(who, ", "), &ex)
 	} else {
 		f.Message = fmt.Sprintf("partly overridden: admin rules decide %d of the %s this rule matches, before NetworkPolicies are consulted: %s; e.g. %s",
-			decided, plural(total, "flow", "flows"), strings.Join(who, ", "), &ex)
+			decided, words.CountAs(total, "flow", "flows"), strings.Join(who, ", "), &ex)
 	}
 	if denies {
 		f.Severity = Warning
@@ -329,15 +330,15 @@ func (l *linter) shadow(r *policy.Rule, earlier []*policy.Rule, subjects []int) 
 	f := Finding{Severity: Info, Code: CodeRuleShadowed, Object: r.Policy.Ref, Origin: r.Policy.Origin, Field: ruleField(r), Example: ex.finding()}
 	switch {
 	case r.Policy.Tier == policy.TierNetworkPolicy:
-		f.Message = fmt.Sprintf("adds nothing: %s already %s all %s this rule matches (e.g. %s)", strings.Join(names, ", "), verb(len(names), "allows", "allow"), plural(total, "flow", "flows"), &ex)
+		f.Message = fmt.Sprintf("adds nothing: %s already %s all %s this rule matches (e.g. %s)", strings.Join(names, ", "), verb(len(names), "allows", "allow"), words.CountAs(total, "flow", "flows"), &ex)
 		f.Hint = "drop the rule, or widen it if it was meant to allow more"
 	case differs:
 		f.Severity = Warning
 		f.Message = fmt.Sprintf("never fires: earlier %s %s all %s this rule matches and %s first (e.g. %s is decided by %s), so its %s never applies",
-			rulesWord(names), verb(len(names), "matches", "match"), plural(total, "flow", "flows"), verb(len(names), "decides", "decide"), &ex, ruleName(by[0]), actionWord(r))
+			rulesWord(names), verb(len(names), "matches", "match"), words.CountAs(total, "flow", "flows"), verb(len(names), "decides", "decide"), &ex, ruleName(by[0]), actionWord(r))
 		f.Hint = "move the rule above the rules that shadow it, or narrow them"
 	default:
-		f.Message = fmt.Sprintf("redundant: earlier %s %s all %s this rule matches with the same action (e.g. %s)", rulesWord(names), verb(len(names), "matches", "match"), plural(total, "flow", "flows"), &ex)
+		f.Message = fmt.Sprintf("redundant: earlier %s %s all %s this rule matches with the same action (e.g. %s)", rulesWord(names), verb(len(names), "matches", "match"), words.CountAs(total, "flow", "flows"), &ex)
 		f.Hint = "drop the rule, or narrow the earlier ones if it was meant to apply"
 	}
 	for _, e := range by {

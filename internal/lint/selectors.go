@@ -9,6 +9,7 @@ import (
 
 	"github.com/netpol/netpol/internal/policy"
 	"github.com/netpol/netpol/internal/state"
+	"github.com/netpol/netpol/internal/words"
 )
 
 // selectors reports subjects and peers that select nothing in the state.
@@ -160,7 +161,7 @@ func (l *linter) describeEmpty(ps policy.PodSelector, subjectNS []*state.Namespa
 		}
 		names = append(names, n.Name)
 	}
-	return fmt.Sprintf("no pod with labels %s in %s (%s)", selectorText(ps.Pods), plural(len(nss), "namespace", "namespaces"), strings.Join(names, ", "))
+	return fmt.Sprintf("no pod with labels %s in %s (%s)", selectorText(ps.Pods), words.CountAs(len(nss), "namespace", "namespaces"), strings.Join(names, ", "))
 }
 
 func describeNamespaces(ns policy.NamespaceSelector) string {

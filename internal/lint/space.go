@@ -346,10 +346,3 @@ func ruleName(r *policy.Rule) string {
 
 // placeOf is the place of a rule.
 func placeOf(r *policy.Rule) Place { return Place{Object: r.Policy.Ref, Field: ruleField(r)} }
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}

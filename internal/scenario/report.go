@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/netpol/netpol/internal/engine"
+	"github.com/netpol/netpol/internal/words"
 )
 
 // MaxMismatchesShown bounds the traces printed per step: the first few
@@ -26,7 +27,7 @@ func WriteText(w io.Writer, results []Result) (passed, failed int) {
 	for _, r := range results {
 		if r.Passed() {
 			passed++
-			fmt.Fprintf(w, "PASS  %s  (%s, %d flows)\n", r.Scenario.Name, r.Scenario.File, r.Checked())
+			fmt.Fprintf(w, "PASS  %s  (%s, %s)\n", r.Scenario.Name, r.Scenario.File, words.Count(r.Checked(), "flow"))
 			continue
 		}
 		failed++
@@ -51,7 +52,7 @@ func WriteFailure(w io.Writer, r Result) {
 		if len(s.Mismatches) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "  %s: %d of %d flows differ\n", s.Name, len(s.Mismatches), s.Checked)
+		fmt.Fprintf(w, "  %s: %d of %s differ\n", s.Name, len(s.Mismatches), words.Count(s.Checked, "flow"))
 		for i, m := range s.Mismatches {
 			if i == MaxMismatchesShown {
 				fmt.Fprintf(w, "    ... and %d more\n", len(s.Mismatches)-i)
