@@ -20,25 +20,11 @@ func newLint() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lint -f MANIFESTS",
 		Short: "Find policy mistakes: overridden, shadowed and dead rules, undefined order, blocked DNS",
-		Long: `lint reads policies together with the cluster state they apply to and reports
+		Long: strings.Replace(`lint reads policies together with the cluster state they apply to and reports
 what is probably a mistake, each finding with a severity, a stable code, the
 object and field, and a one-line hint:
 
-  admin-priority-overlap         admin policies of equal priority that match the same
-                                 traffic (with an example flow): error when they disagree
-  admin-overrides-networkpolicy  NetworkPolicy rules that admin rules fully or partly
-                                 override (which flows, which admin rule)
-  rule-shadowed                  rules all of whose traffic earlier rules of the policy match
-  selects-nothing                subjects and peers that select no pod in the state
-  named-port-undeclared          named ports no destination pod declares
-  isolated-allows-nothing        pods isolated by NetworkPolicies with nothing allowed
-  dns-blocked                    pods that cannot reach the k8s-app=kube-dns pods on 53/udp
-  exposed-to-all                 rules that open a workload's ingress to every source, 0.0.0.0/0
-                                 or ::/0 (warning), or to every namespace's pods (info)
-  kep-field                      KEP-2091 / v0.1.1 fields current clusters reject
-  unknown-field                  fields an admin policy's API does not have (a misspelt
-                                 ports:), an error unless --lenient
-  input                          warnings of reading the input
+CODES
 
 Findings about traffic are asked of the engine for the pods of the input (one
 pair of pods per pair of behaviour classes): "overridden" means the trace
@@ -46,7 +32,7 @@ says an admin rule decided. A flow in the counts is a pair of pods and a
 range of ports no rule splits.
 
 The exit code is for CI: 0 when no finding reaches --fail-on, 1 when one
-does, 2 when the input is invalid.`,
+does, 2 when the input is invalid.`, "CODES\n", lintCodes(), 1),
 		Example: `  netpol lint -f examples/lint
   netpol lint -f examples/tenants -o json
   netpol lint -f cluster/ -f policies/ --fail-on warning -o sarif > netpol.sarif
@@ -232,6 +218,32 @@ type sarifLogical struct {
 
 var sarifLevel = map[lint.Severity]string{lint.Error: "error", lint.Warning: "warning", lint.Info: "note"}
 
+// lintCodes lists the registry's codes for --help, each with its summary,
+// wrapped to fit 80 columns.
+func lintCodes() string {
+	width := 0
+	for _, r := range lint.Rules {
+		width = max(width, len(r.Code))
+	}
+	var b strings.Builder
+	for _, r := range lint.Rules {
+		line := "  " + r.Code + strings.Repeat(" ", width-len(r.Code)+2)
+		indent := strings.Repeat(" ", len(line))
+		for _, word := range strings.Fields(r.Summary) {
+			if len(line)+1+len(word) > 80 && strings.TrimSpace(line) != "" && len(line) > len(indent) {
+				b.WriteString(strings.TrimRight(line, " ") + "\n")
+				line = indent
+			}
+			if line != indent && !strings.HasSuffix(line, "  ") {
+				line += " "
+			}
+			line += word
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}
+
 func sarifLog(findings []lint.Finding) sarif {
 	driver := sarifDriver{Name: "netpol", InformationURI: "https://github.com/netpol/netpol"}
 	ruleIndex := map[string]int{}
@@ -253,7 +265,11 @@ func sarifLog(findings []lint.Finding) sarif {
 			loc.PhysicalLocation = &sarifPhysical{}
 			loc.PhysicalLocation.ArtifactLocation.URI = uri
 		}
-		res := sarifResult{RuleID: f.Code, RuleIndex: ruleIndex[f.Code], Level: sarifLevel[f.Severity], Message: sarifText{text}, Locations: []sarifLocation{loc}}
+		index, ok := ruleIndex[f.Code]
+		if !ok {
+			index = -1 // SARIF's "no rule given"; the registry should have it
+		}
+		res := sarifResult{RuleID: f.Code, RuleIndex: index, Level: sarifLevel[f.Severity], Message: sarifText{text}, Locations: []sarifLocation{loc}}
 		if f.Example != nil || f.Field != "" {
 			res.Properties = map[string]any{}
 			if f.Field != "" {

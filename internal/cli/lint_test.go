@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/netpol/netpol/internal/lint"
 )
 
 // lintCluster is the cli_test cluster, whose web-ingress admits only
@@ -137,7 +139,7 @@ func TestLintSARIF(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
-	if v.Version != "2.1.0" || len(v.Runs) != 1 || v.Runs[0].Tool.Driver.Name != "netpol" || len(v.Runs[0].Tool.Driver.Rules) != 18 {
+	if v.Version != "2.1.0" || len(v.Runs) != 1 || v.Runs[0].Tool.Driver.Name != "netpol" || len(v.Runs[0].Tool.Driver.Rules) != 19 { // the 19 codes of lint.go
 		t.Fatalf("shape: %s", out)
 	}
 	rules := v.Runs[0].Tool.Driver.Rules
@@ -183,5 +185,65 @@ func TestLintSummarySpellsCounts(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if got, want := lines[len(lines)-1], "14 findings: 1 error, 11 warnings, 2 info"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
+	}
+}
+
+// exposedCluster: shop/web admits 0.0.0.0/0, which lint reports as
+// exposed-to-all.
+const exposedCluster = `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop, labels: {app: web}}
+spec: {containers: [{name: c, ports: [{containerPort: 80}]}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: web}}
+  ingress: [{from: [{ipBlock: {cidr: 0.0.0.0/0}}]}]
+`
+
+// TestLintSARIFRulesAreTheCodes: every SARIF result's ruleIndex points at
+// the rule of its own code. exposed-to-all was missing from the registry,
+// so its results pointed at rule 0, admin-priority-overlap.
+func TestLintSARIFRulesAreTheCodes(t *testing.T) {
+	_, out, stderr := run(t, exposedCluster, "lint", "-f", "-", "-o", "sarif")
+	var log struct {
+		Runs []struct {
+			Tool struct {
+				Driver struct {
+					Rules []struct{ ID string }
+				}
+			}
+			Results []struct {
+				RuleID    string
+				RuleIndex int
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &log); err != nil || len(log.Runs) != 1 {
+		t.Fatalf("not one SARIF run: %v\n%s%s", err, out, stderr)
+	}
+	r := log.Runs[0]
+	codes := map[string]bool{}
+	for _, res := range r.Results {
+		codes[res.RuleID] = true
+		if res.RuleIndex >= len(r.Tool.Driver.Rules) || r.Tool.Driver.Rules[res.RuleIndex].ID != res.RuleID {
+			t.Errorf("result %s points at rule %d", res.RuleID, res.RuleIndex)
+		}
+	}
+	if !codes[lint.CodeExposed] {
+		t.Errorf("no %s finding, so the check says nothing: %v", lint.CodeExposed, codes)
+	}
+}
+
+// TestLintHelpListsEveryCode: --help lists every code of the registry.
+func TestLintHelpListsEveryCode(t *testing.T) {
+	_, out, _ := run(t, "", "lint", "--help")
+	for _, r := range lint.Rules {
+		if !strings.Contains(out, "\n  "+r.Code+" ") {
+			t.Errorf("lint --help does not list %s", r.Code)
+		}
 	}
 }

@@ -135,7 +135,9 @@ const (
 	CodeExposed            = "exposed-to-all"
 )
 
-// Rule describes a code for tools that list them (SARIF's rules).
+// Rule describes a code for whatever lists them: lint --help, SARIF's
+// rules. Every code is here (TestLintHelpListsEveryCode and
+// TestLintSARIFRulesAreTheCodes hold the two lists to it).
 type Rule struct {
 	Code, Summary, Help string
 }
@@ -168,12 +170,14 @@ var Rules = []Rule{
 		"Egress rules that select a Service's backends say who uses it; let the backends admit those pods on the target ports."},
 	{CodeClusterIPBlock, "An egress ipBlock covers a Service's cluster IP",
 		"Policy sees the backends' pod addresses, never the cluster IP: select the backends with pod and namespace selectors."},
-	{CodeDomainNames, "A domainNames peer that the netpol agent does not enforce yet",
-		"Until the agent enforces domainNames, allow the addresses the names resolve to with networks (and keep the names for the implementations that enforce them)."},
+	{CodeDomainNames, "A domainNames peer the agent cannot resolve: the input has no cluster DNS Service",
+		"The agent learns the names' addresses from the cluster DNS's answers: give the agents --dns-server with the cluster DNS Service's addresses, or lint an input that holds kube-system/kube-dns."},
 	{CodeDomainNamesAction, "A domainNames peer in a Deny or Pass rule",
 		"The API supports domainNames only in Allow (Accept) rules: allow the names above a lower-priority Deny; deny addresses with networks."},
 	{CodeDomainNamesCluster, "A domainNames entry in the cluster's own domain",
 		"Service names resolve to cluster IPs, which policy never sees: select the backends with pods or namespaces peers."},
+	{CodeExposed, "A rule opens a workload's ingress to every source",
+		"0.0.0.0/0 or ::/0 is a warning, every namespace's pods a note: narrow the peers to the clients that need the workload."},
 	{CodeInput, "A warning about the input", "See the message."},
 	{CodeNoPods, "No pods in the input", "Add the namespaces and workloads (or pods) the policies apply to, or lint a live cluster."},
 }
