@@ -215,7 +215,8 @@ netlink nor write access: it prints each transaction instead.`,
   netpol agent --node node-1 --source examples/tenants --dry-run --once
   netpol agent --node node-1 --kubeconfig ~/.kube/config --dry-run
   NODE_NAME=node-1 netpol agent --in-cluster --listen :9745
-  netpol agent --node node-1 --source manifests/ --audit-denies --audit-log /var/log/netpol/audit.jsonl
+  netpol agent --node node-1 --source manifests/ \
+    --audit-denies --audit-log /var/log/netpol/audit.jsonl
   netpol agent --node node-1 --source manifests/ --record /var/lib/netpol/record.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

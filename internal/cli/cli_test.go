@@ -3,10 +3,15 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
 )
 
 const cluster = `
@@ -169,5 +174,36 @@ func TestKubectlPlugin(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "Run 'kubectl netpol --help'") {
 		t.Errorf("usage error does not point at kubectl netpol: %s", errOut.String())
+	}
+}
+
+// TestHelpFitsATerminal: every command's --help, flags included, fits
+// lines of helpWidth columns; flag descriptions ran to 342 before.
+func TestHelpFitsATerminal(t *testing.T) {
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		paths = append(paths, path)
+		for _, sub := range c.Commands() {
+			if !sub.Hidden {
+				walk(sub, append(slices.Clone(path), sub.Name()))
+			}
+		}
+	}
+	walk(newRoot(strings.NewReader(""), io.Discard, io.Discard), nil)
+	if len(paths) < 15 {
+		t.Fatalf("%d commands: the walk missed some", len(paths))
+	}
+	for _, path := range paths {
+		code, out, stderr := run(t, "", append(slices.Clone(path), "--help")...)
+		if code != 0 {
+			t.Errorf("%v --help: exit %d: %s", path, code, stderr)
+			continue
+		}
+		for i, line := range strings.Split(out, "\n") {
+			if n := utf8.RuneCountInString(line); n > helpWidth {
+				t.Errorf("netpol %s --help line %d: %d columns: %.60s...", strings.Join(path, " "), i+1, n, line)
+			}
+		}
 	}
 }

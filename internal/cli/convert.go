@@ -24,7 +24,7 @@ func newConvert() *cobra.Command {
 	var to, output, outDir string
 	cmd := &cobra.Command{
 		Use:   "convert -f MANIFESTS --to clusternetworkpolicy",
-		Short: "Rewrite AdminNetworkPolicies and the BaselineAdminNetworkPolicy as ClusterNetworkPolicies, proven equal",
+		Short: "Rewrite admin and baseline policies as ClusterNetworkPolicies, proven equal",
 		Long: `convert writes a ClusterNetworkPolicy (policy.networking.k8s.io/v1alpha2,
 network-policy-api v0.2.0) for every AdminNetworkPolicy and
 BaselineAdminNetworkPolicy of the input, in either shape netpol reads, and
@@ -55,7 +55,8 @@ netpol diff prints it (exit 1). An input with nothing to convert says so
 converted documents left out, and clusternetworkpolicies.yaml, so that
 netpol diff MANIFESTS OUT-DIR shows the proof for yourself.`,
 		Example: `  netpol convert -f examples/tenants --to clusternetworkpolicy > cnp.yaml
-  netpol convert -f cluster/ --to clusternetworkpolicy --out-dir converted/ && netpol diff cluster/ converted/
+  netpol convert -f cluster/ --to clusternetworkpolicy --out-dir converted/
+  netpol diff cluster/ converted/
   netpol convert --context prod --to clusternetworkpolicy -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

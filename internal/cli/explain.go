@@ -68,11 +68,13 @@ gate never mistakes it for a denial, and 1 without.`,
   netpol explain -f cluster/ --from x/a --to 198.18.9.9 --port 53/udp -o json
   netpol explain -f examples/services --from shop/frontend-0 --to svc/shop/web --port http
   netpol explain -f cluster/ --from x/a --to kube-dns.kube-system.svc --port dns/udp -o json
-  kubectl get ns,pods,netpol,anp,banp -A -o yaml | netpol explain -f - --from x/a --to y/b --port http
+  kubectl get ns,pods,netpol,anp,banp -A -o yaml |
+    netpol explain -f - --from x/a --to y/b --port http
   netpol explain -f cluster/ --from x/a --to api.example.com --port 443
   netpol explain -f cluster/ --from x/a --to 203.0.113.7 --resolved-as api.example.com --port 443
   netpol explain -f cluster/ --from x/a --to y/b --port 80 --staged
-  netpol explain -f cluster/ --from x/a --to y/b --port 5432 --exit-code   # in CI: exit 1 when denied`,
+  # in CI: exit 1 when denied
+  netpol explain -f cluster/ --from x/a --to y/b --port 5432 --exit-code`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			denied, err := o.run(cmd)

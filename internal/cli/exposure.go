@@ -21,7 +21,7 @@ func newExposure() *cobra.Command {
 	var namespaces []string
 	cmd := &cobra.Command{
 		Use:   "exposure -f MANIFESTS",
-		Short: "Who could reach each workload, and what it could reach, as selectors and address blocks",
+		Short: "Who could reach each workload, and what it could reach: selectors, blocks",
 		Long: `exposure says, per workload (a controller's pods in a namespace, or a bare
 pod) and direction, through which selectors and address blocks traffic is
 decided, each with the rule that decides it: the answer for pods that do

@@ -19,7 +19,7 @@ func newLint() *cobra.Command {
 	var output, failOn string
 	cmd := &cobra.Command{
 		Use:   "lint -f MANIFESTS",
-		Short: "Find policy mistakes: overridden, shadowed and dead rules, undefined order, blocked DNS",
+		Short: "Find policy mistakes: overridden, shadowed and dead rules, blocked DNS",
 		Long: strings.Replace(`lint reads policies together with the cluster state they apply to and reports
 what is probably a mistake, each finding with a severity, a stable code, the
 object and field, and a one-line hint:

@@ -98,7 +98,9 @@ Both sides must allow; a class of one pod reaches itself. Add --pairs for
 each class's verdicts towards every class instead (quadratic in classes).
 
   {"set":3,"classes":[[1,2],[7,7]]}
-  {"answer":0,"tier":"NetworkPolicy","rest":"Deny","rules":[{"outcome":"Accept","ports":[{"protocol":"TCP","port":80,"endPort":82}],"set":3,"policy":"NetworkPolicy shop/web","rule":"ingress[0]"}]}
+  {"answer":0,"tier":"NetworkPolicy","rest":"Deny","rules":[{"outcome":"Accept",
+    "ports":[{"protocol":"TCP","port":80,"endPort":82}],"set":3,
+    "policy":"NetworkPolicy shop/web","rule":"ingress[0]"}]}      (one line each)
   {"class":1,"pods":["shop/api-1","shop/api-2"],"egress":[],"ingress":[0]}
 
 Policies annotated netpol.io/staged: "true" are not enforced. With --staged,

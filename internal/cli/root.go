@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -117,8 +119,20 @@ Installed on the PATH as kubectl-netpol, it is a kubectl plugin:
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newExplain(), newMatrix(), newDiff(), newLint(), newCompile(), newSuggest(), newConvert(), newExposure(), newAgent(), newLab(), newTest(), newVersion())
 	root.CompletionOptions.DisableDefaultCmd = true
+	// Flag descriptions wrap to the width of a terminal, as cobra's
+	// template leaves them on one line however long (up to 342 columns).
+	usage := strings.NewReplacer(".LocalFlags.FlagUsages", "(.LocalFlags.FlagUsagesWrapped "+strconv.Itoa(flagWidth)+")",
+		".InheritedFlags.FlagUsages", "(.InheritedFlags.FlagUsagesWrapped "+strconv.Itoa(flagWidth)+")")
+	root.SetUsageTemplate(usage.Replace(root.UsageTemplate()))
 	return root
 }
+
+// helpWidth is the widest line --help writes; flagWidth the width flag
+// descriptions wrap to.
+const (
+	helpWidth = 100
+	flagWidth = 90
+)
 
 func indent(s string) string {
 	out := "  "
