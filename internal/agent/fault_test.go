@@ -84,14 +84,27 @@ spec:
 // writeFiles replaces the files of dir with files (name -> content).
 func writeFiles(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
-	old, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	for _, f := range old {
-		if err := os.Remove(f); err != nil {
+	// Each file is replaced whole (written aside, then renamed), and those
+	// left out go last, so that a pass never reads a directory that is
+	// neither the old input nor the new one but a step the change passes
+	// through. Removing everything first made passes see an empty input:
+	// TestFaultCutForFollowsTheProgrammedInput then failed under load,
+	// always with a writer slowed by 50 ms.
+	for name, content := range files {
+		tmp := filepath.Join(dir, "."+name+".tmp")
+		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+	old, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	for _, f := range old {
+		if _, keep := files[filepath.Base(f)]; keep {
+			continue
+		}
+		if err := os.Remove(f); err != nil {
 			t.Fatal(err)
 		}
 	}
