@@ -46,6 +46,14 @@ func writeClassSidesJSON(w io.Writer, s *engine.Sides, ports []l4.Range) error {
 		b = b[:0]
 		return err
 	}
+	// spill writes what is held once it passes 32 KiB: the output streams
+	// in large writes, and memory stays flat.
+	spill := func() error {
+		if len(b) < 32<<10 {
+			return nil
+		}
+		return flush()
+	}
 	b = append(b, "{\n\"ports\": "...)
 	b = appendRanges(b, f.ranges(func(int) bool { return true }))
 	b = append(b, ",\n\"sets\": ["...)
@@ -55,22 +63,11 @@ func writeClassSidesJSON(w io.Writer, s *engine.Sides, ports []l4.Range) error {
 		}
 		b = append(b, "\n{\"set\":"...)
 		b = strconv.AppendInt(b, int64(i), 10)
-		b = append(b, ",\"classes\":["...)
-		for ri, r := range runs {
-			if ri > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '[')
-			b = strconv.AppendInt(b, int64(r.First), 10)
-			b = append(b, ',')
-			b = strconv.AppendInt(b, int64(r.Last), 10)
-			b = append(b, ']')
-		}
-		b = append(b, "]}"...)
-		if len(b) > 32<<10 {
-			if err := flush(); err != nil {
-				return err
-			}
+		b = append(b, ",\"classes\":"...)
+		b = appendRuns(b, runs)
+		b = append(b, '}')
+		if err := spill(); err != nil {
+			return err
 		}
 	}
 	b = append(b, "\n],\n\"answers\": ["...)
@@ -104,10 +101,8 @@ func writeClassSidesJSON(w io.Writer, s *engine.Sides, ports []l4.Range) error {
 			b = append(b, '}')
 		}
 		b = append(b, "]}"...)
-		if len(b) > 32<<10 {
-			if err := flush(); err != nil {
-				return err
-			}
+		if err := spill(); err != nil {
+			return err
 		}
 	}
 	b = append(b, "\n],\n\"classes\": ["...)
@@ -134,9 +129,7 @@ func writeClassSidesJSON(w io.Writer, s *engine.Sides, ports []l4.Range) error {
 			b = append(b, ']')
 		}
 		b = append(b, '}')
-		if len(b) > 32<<10 {
-			err = flush()
-		}
+		err = spill()
 		return err == nil
 	})
 	if err != nil {
@@ -144,6 +137,22 @@ func writeClassSidesJSON(w io.Writer, s *engine.Sides, ports []l4.Range) error {
 	}
 	b = append(b, "\n]\n}\n"...)
 	return flush()
+}
+
+// appendRuns appends class runs as a JSON array of [first,last] pairs.
+func appendRuns(b []byte, runs []engine.ClassRun) []byte {
+	b = append(b, '[')
+	for i, r := range runs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, int64(r.First), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(r.Last), 10)
+		b = append(b, ']')
+	}
+	return append(b, ']')
 }
 
 // eachClassPods calls f with each class and the keys of its pods, in
