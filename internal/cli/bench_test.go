@@ -20,27 +20,36 @@ import (
 //
 //	go test ./internal/cli -run XXX -bench ExplainEndToEnd/100k -benchtime 1x -cpuprofile cpu.out
 func BenchmarkExplainEndToEnd(b *testing.B) {
-	for _, size := range []synth.Size{synth.Size1k, synth.Size10k, synth.Size100k} {
+	benchDumps(b, []synth.Size{synth.Size1k, synth.Size10k, synth.Size100k}, func(path string) []string {
+		return []string{"explain", "-q", "-f", path, "--from", "kube-system/coredns-0", "--to", "kube-system/coredns-1", "--port", "53/udp"}
+	})
+}
+
+// benchDumps runs the command that args makes of a dump's path through
+// Main, once per size, the dump written first (not measured) and -short
+// skipping sizes above 10k; the output is counted, not kept (MB-out).
+func benchDumps(b *testing.B, sizes []synth.Size, args func(path string) []string) {
+	for _, size := range sizes {
 		b.Run(size.Name, func(b *testing.B) {
 			if testing.Short() && size.Pods > 10_000 {
 				b.Skip("-short")
 			}
 			path := filepath.Join(b.TempDir(), size.Name+".yaml")
 			writeDump(b, path, size)
-			args := []string{"explain", "-q", "-f", path,
-				"--from", "kube-system/coredns-0", "--to", "kube-system/coredns-1", "--port", "53/udp"}
 			for b.Loop() {
-				var out, errOut bytes.Buffer
-				if code := Main(args, strings.NewReader(""), &out, &errOut); code != 0 || out.Len() == 0 {
+				var out countingWriter
+				var errOut bytes.Buffer
+				if code := Main(args(path), strings.NewReader(""), &out, &errOut); code != 0 || out == 0 {
 					b.Fatalf("exit %d: %s", code, errOut.String())
 				}
+				b.ReportMetric(float64(out)/1e6, "MB-out")
 			}
 		})
 	}
 }
 
 // writeDump writes the synthetic cluster of size to path as hack/synth does.
-func writeDump(b *testing.B, path string, size synth.Size) {
+func writeDump(b testing.TB, path string, size synth.Size) {
 	b.Helper()
 	f, err := os.Create(path)
 	if err != nil {
@@ -91,27 +100,14 @@ func BenchmarkSuggestEndToEnd(b *testing.B) {
 // BenchmarkExposureEndToEnd: `netpol exposure -q -f DUMP` through Main,
 // the whole report written (to a discarding writer), in text and JSON.
 //
-//	go test ./internal/cli -run XXX -bench ExposureEndToEnd/100k -benchtime 1x -cpuprofile cpu.out
+//	go test ./internal/cli -run XXX -bench ExposureEndToEnd/text/100k -benchtime 1x -cpuprofile cpu.out
 func BenchmarkExposureEndToEnd(b *testing.B) {
-	for _, size := range []synth.Size{synth.Size10k, synth.Size100k} {
-		for _, format := range []string{"text", "json"} {
-			b.Run(size.Name+"/"+format, func(b *testing.B) {
-				if testing.Short() && size.Pods > 10_000 {
-					b.Skip("-short")
-				}
-				path := filepath.Join(b.TempDir(), size.Name+".yaml")
-				writeDump(b, path, size)
-				args := []string{"exposure", "-q", "-f", path, "-o", format}
-				for b.Loop() {
-					var out countingWriter
-					var errOut bytes.Buffer
-					if code := Main(args, strings.NewReader(""), &out, &errOut); code != 0 || out == 0 {
-						b.Fatalf("exit %d: %s", code, errOut.String())
-					}
-					b.ReportMetric(float64(out)/1e6, "MB-out")
-				}
+	for _, format := range []string{"text", "json"} {
+		b.Run(format, func(b *testing.B) {
+			benchDumps(b, []synth.Size{synth.Size10k, synth.Size100k}, func(path string) []string {
+				return []string{"exposure", "-q", "-f", path, "-o", format}
 			})
-		}
+		})
 	}
 }
 
@@ -121,24 +117,9 @@ func BenchmarkExposureEndToEnd(b *testing.B) {
 //
 //	go test ./internal/cli -run XXX -bench ClassViewEndToEnd/100k -benchtime 1x -cpuprofile cpu.out
 func BenchmarkClassViewEndToEnd(b *testing.B) {
-	for _, size := range []synth.Size{synth.Size10k, synth.Size30k, synth.Size100k} {
-		b.Run(size.Name, func(b *testing.B) {
-			if testing.Short() && size.Pods > 10_000 {
-				b.Skip("-short")
-			}
-			path := filepath.Join(b.TempDir(), size.Name+".yaml")
-			writeDump(b, path, size)
-			args := []string{"matrix", "-q", "-f", path, "-o", "json", "--classes"}
-			for b.Loop() {
-				var out countingWriter
-				var errOut bytes.Buffer
-				if code := Main(args, strings.NewReader(""), &out, &errOut); code != 0 || out == 0 {
-					b.Fatalf("exit %d: %s", code, errOut.String())
-				}
-				b.ReportMetric(float64(out)/1e6, "MB-out")
-			}
-		})
-	}
+	benchDumps(b, []synth.Size{synth.Size10k, synth.Size30k, synth.Size100k}, func(path string) []string {
+		return []string{"matrix", "-q", "-f", path, "-o", "json", "--classes"}
+	})
 }
 
 // countingWriter counts what is written to it.

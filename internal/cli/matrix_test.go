@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -396,16 +395,7 @@ func TestClassSidesAgreeWithPairs(t *testing.T) {
 		inputs[dir] = filepath.Join("..", "..", "examples", dir)
 	}
 	dump := filepath.Join(t.TempDir(), "1k.yaml")
-	f, err := os.Create(dump)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := synth.WriteYAML(f, synth.Cluster(synth.Size1k)); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeDump(t, dump, synth.Size1k)
 	inputs["synth 1k"] = dump
 	total := 0
 	for name, path := range inputs {
