@@ -225,21 +225,18 @@ func lintCodes() string {
 	for _, r := range lint.Rules {
 		width = max(width, len(r.Code))
 	}
+	indent := strings.Repeat(" ", 2+width+2)
 	var b strings.Builder
 	for _, r := range lint.Rules {
-		line := "  " + r.Code + strings.Repeat(" ", width-len(r.Code)+2)
-		indent := strings.Repeat(" ", len(line))
+		var lines []string // the summary, wrapped to what is left of 80 columns
 		for _, word := range strings.Fields(r.Summary) {
-			if len(line)+1+len(word) > 80 && strings.TrimSpace(line) != "" && len(line) > len(indent) {
-				b.WriteString(strings.TrimRight(line, " ") + "\n")
-				line = indent
+			if n := len(lines) - 1; n >= 0 && len(indent)+len(lines[n])+1+len(word) <= 80 {
+				lines[n] += " " + word
+			} else {
+				lines = append(lines, word)
 			}
-			if line != indent && !strings.HasSuffix(line, "  ") {
-				line += " "
-			}
-			line += word
 		}
-		b.WriteString(line + "\n")
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, r.Code, strings.Join(lines, "\n"+indent))
 	}
 	return b.String()
 }
