@@ -62,17 +62,25 @@ type pushStream struct {
 	// adds the client's (a race -race found in this test).
 	mu      sync.Mutex
 	closers []io.Closer
+	closed  bool
 }
 
+// onClose has c closed with the stream; a connection accepted after the
+// stream closed is closed at once.
 func (s *pushStream) onClose(c io.Closer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		_ = c.Close()
+		return
+	}
 	s.closers = append(s.closers, c)
 }
 
 func (s *pushStream) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	for _, c := range s.closers {
 		_ = c.Close()
 	}
