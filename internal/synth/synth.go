@@ -40,7 +40,8 @@ type Size struct {
 // The sizes of the benchmark issue: (a) 1k pods / 1k policies, (b) 10k pods /
 // 10k NetworkPolicies / 100 admin policies, (c) 100k pods / 75k
 // NetworkPolicies / 25k namespaces. Size2k is twice the 1k cluster, the
-// size at which the issue measured the matrix's memory.
+// size at which the issue measured the matrix's memory; Size30k is the 100k
+// cluster's shape at 30k pods, for the growth of the class view.
 var (
 	Size1k   = Size{Name: "1k", Namespaces: 50, Pods: 1000, NetPols: 990, Admin: 10}
 	Size2k   = Size{Name: "2k", Namespaces: 100, Pods: 2000, NetPols: 1980, Admin: 20}
