@@ -72,19 +72,19 @@ const (
 	ruleOwnNode  = "traffic from the pod's own node is always allowed"
 )
 
-// Outcome is the answer towards class d on port k.
-func (s *Sides) Outcome(a, d, k int) Outcome {
+// outcome is answer a towards class d on port k.
+func (s *Sides) outcome(a, d, k int) Outcome {
 	ans := &s.Answers[a]
 	for _, r := range ans.Rules {
-		if r.Ports[k/64]&(1<<(k%64)) != 0 && s.In(int(r.Set), d) {
+		if r.Ports[k/64]&(1<<(k%64)) != 0 && s.in(int(r.Set), d) {
 			return r.Outcome
 		}
 	}
 	return ans.Rest
 }
 
-// In reports whether set holds class d.
-func (s *Sides) In(set, d int) bool {
+// in reports whether set holds class d.
+func (s *Sides) in(set, d int) bool {
 	_, found := slices.BinarySearchFunc(s.Sets[set], int32(d), func(r ClassRun, d int32) int {
 		switch {
 		case r.Last < d:
@@ -104,7 +104,7 @@ func (s *Sides) Allowed(c, d, k int) bool {
 
 func (s *Sides) walk(steps []int32, peer, k int) bool {
 	for _, a := range steps {
-		switch s.Outcome(int(a), peer, k) {
+		switch s.outcome(int(a), peer, k) {
 		case Accept:
 			return true
 		case Deny:
